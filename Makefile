@@ -1,0 +1,52 @@
+# gpuslice: `make demo` runs the walkthrough, `make test` runs every check. Both build .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export PYTHONUNBUFFERED := 1
+
+.PHONY: all venv demo test lint typecheck imports unit bench reproduce protos device-check clean
+
+all: test
+
+$(STAMP): requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/gpuslice demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks tools
+	$(BIN)/ruff format --check src tests benchmarks tools
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+imports: $(STAMP)
+	$(BIN)/lint-imports
+
+
+
+test: lint typecheck imports
+	$(BIN)/pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+reproduce: $(STAMP)
+	$(BIN)/gpuslice sim openb --workload default --policies random,dotprod,clustering,packing,bestfit,fgd --seeds 42-51 -j 2 --json out/openb-default.json
+	$(BIN)/gpuslice sim openb-report --json out/openb-default.json --plot out/openb-default.png
+
+protos: $(STAMP)
+	$(BIN)/python tools/gen_protos.py
+
+device-check: $(STAMP)
+	$(BIN)/python tools/device_check.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache out

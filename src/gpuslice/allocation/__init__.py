@@ -1,0 +1,1 @@
+"""Allocation: Allocate and GetPreferredAllocation as pure functions with typed errors."""

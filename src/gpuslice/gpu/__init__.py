@@ -1,0 +1,26 @@
+"""The shared GPU model: GPUs, MIG profiles and placements, nodes (pure data, no I/O)."""
+
+from gpuslice.gpu.mig import (
+    CATALOGUES,
+    InvalidMigLayout,
+    MigCatalogue,
+    MigProfile,
+    assign_placements,
+    catalogue_for,
+    free_placements,
+)
+from gpuslice.gpu.model import ComputeCapability, Gpu, MigInstance, Node
+
+__all__ = [
+    "CATALOGUES",
+    "ComputeCapability",
+    "Gpu",
+    "InvalidMigLayout",
+    "MigCatalogue",
+    "MigInstance",
+    "MigProfile",
+    "Node",
+    "assign_placements",
+    "catalogue_for",
+    "free_placements",
+]

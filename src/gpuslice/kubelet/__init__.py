@@ -1,0 +1,1 @@
+"""A mock kubelet speaking the real device-plugin and pod-resources gRPC."""

@@ -1,0 +1,1 @@
+"""Node labels compatible with gpu-feature-discovery, and their sinks."""

@@ -1,0 +1,1 @@
+"""GPU cluster scheduling simulator: engine, policies, traces, metrics, reports."""

@@ -1,0 +1,1 @@
+"""GPU topology: pair links (NVLink, NVSwitch, PCIe levels), presets and pair scoring."""

@@ -1,0 +1,24 @@
+"""Wire layer: the generated kubelet device-plugin v1beta1 and pod-resources v1 gRPC code."""
+
+from gpuslice.wire.generated.deviceplugin.v1beta1 import api_pb2 as deviceplugin_pb2
+from gpuslice.wire.generated.deviceplugin.v1beta1 import api_pb2_grpc as deviceplugin_grpc
+from gpuslice.wire.generated.podresources.v1 import api_pb2 as podresources_pb2
+from gpuslice.wire.generated.podresources.v1 import api_pb2_grpc as podresources_grpc
+
+API_VERSION = "v1beta1"
+HEALTHY = "Healthy"
+UNHEALTHY = "Unhealthy"
+DEFAULT_KUBELET_SOCKET = "/var/lib/kubelet/device-plugins/kubelet.sock"
+DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
+
+__all__ = [
+    "API_VERSION",
+    "DEFAULT_KUBELET_SOCKET",
+    "DEFAULT_POD_RESOURCES_SOCKET",
+    "HEALTHY",
+    "UNHEALTHY",
+    "deviceplugin_grpc",
+    "deviceplugin_pb2",
+    "podresources_grpc",
+    "podresources_pb2",
+]
