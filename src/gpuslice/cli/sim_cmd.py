@@ -1,0 +1,18 @@
+"""`gpuslice sim`: the cluster scheduling simulator's commands."""
+
+from __future__ import annotations
+
+import click
+
+from gpuslice.cli.lazy import LazyGroup
+
+SIM_SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "compare": ("gpuslice.cli.sim_compare_cmd:compare", "Compare placement policies on a trace."),
+    "openb": ("gpuslice.cli.sim_openb_cmd:openb", "Run the FGD paper's protocol on the Alibaba openb trace."),
+    "openb-report": ("gpuslice.cli.sim_openb_cmd:openb_report", "Our openb table beside the published one."),
+}
+
+
+@click.group(cls=LazyGroup, lazy_commands=SIM_SUBCOMMANDS)
+def sim() -> None:
+    """Simulate GPU cluster scheduling policies on synthetic and real traces."""

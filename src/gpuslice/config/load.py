@@ -1,0 +1,105 @@
+"""Reading a config file: YAML/JSON to a validated Config, errors naming the key, file and line."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from gpuslice.config.model import Config
+
+
+class ConfigError(ValueError):
+    """A config that must be refused before anything registers; names the key and the reason."""
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A validated config plus the warnings met while reading it (unknown keys, ignored values)."""
+
+    config: Config
+    warnings: tuple[str, ...] = ()
+    source: str = "<defaults>"
+
+
+def load_config(path: str | Path | None) -> LoadedConfig:
+    """Load and validate a config file; None or an empty path gives the defaults."""
+    if path is None or str(path) == "":
+        return LoadedConfig(Config())
+    source = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"unable to load config: error opening config file {source}: {exc.strerror or exc}") from exc
+    return parse_config_text(text, source)
+
+
+def parse_config_text(text: str, source: str = "<config>") -> LoadedConfig:
+    """Parse YAML (JSON is YAML) text into a LoadedConfig."""
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"unable to parse config file {source}: {exc}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"unable to parse config file {source}: the top level must be a mapping")
+    return parse_config_mapping(data, source, root)
+
+
+def parse_config_mapping(data: Mapping[str, Any], source: str = "<config>", node: Any = None) -> LoadedConfig:
+    """Validate an already-parsed mapping; `node` (a PyYAML node) adds line numbers to errors."""
+    try:
+        config = Config.model_validate(dict(data))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = _dotted(first["loc"])
+        line = _line_of(node, first["loc"])
+        where = f"{source}:{line}" if line else source
+        reason = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"invalid config {where}: {key}: {reason}") from exc
+    warnings = tuple(f"{source}: unknown key {key!r} ignored" for key in _unknown_keys(config, ""))
+    return LoadedConfig(config, warnings, source)
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def _line_of(node: Any, loc: tuple[int | str, ...]) -> int | None:
+    """1-based line of the deepest YAML node on the error's path."""
+    line = None
+    for part in loc:
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            node = next((value for key, value in node.value if key.value == part), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            node = None
+    if node is not None:
+        line = node.start_mark.line + 1
+    return line
+
+
+def _unknown_keys(model: BaseModel, prefix: str) -> list[str]:
+    found = [f"{prefix}{key}" for key in (model.model_extra or {})]
+    for name, value in model:
+        field = type(model).model_fields.get(name)
+        alias = field.alias if field is not None and field.alias else name
+        children = value if isinstance(value, tuple) else (value,)
+        for position, child in enumerate(children):
+            if isinstance(child, BaseModel):
+                suffix = f"[{position}]" if isinstance(value, tuple) else ""
+                found.extend(_unknown_keys(child, f"{prefix}{alias}{suffix}."))
+    return found
