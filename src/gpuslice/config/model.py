@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -26,6 +27,20 @@ class PluginFlags(_Model):
         "distributed", alias="sharedDevicesAllocationPolicy"
     )
 
+    @field_validator("device_id_strategy", mode="before")
+    @classmethod
+    def _id_strategy(cls, value: Any) -> Any:
+        if value not in ("uuid", "index"):
+            raise ValueError(f"invalid --device-id-strategy option: {value}")
+        return value
+
+    @field_validator("shared_devices_allocation_policy", mode="before")
+    @classmethod
+    def _policy(cls, value: Any) -> Any:
+        if value not in ("distributed", "packed"):
+            raise ValueError(f"invalid --shared-devices-allocation-policy option: {value}")
+        return value
+
     @field_validator("device_list_strategy", mode="before")
     @classmethod
     def _string_or_list(cls, value: Any) -> Any:
@@ -41,16 +56,38 @@ class PluginFlags(_Model):
         known = ("envvar", "volume-mounts", "cdi-annotations", "cdi-cri")
         for strategy in value:
             if strategy not in known:
-                raise ValueError(f"invalid strategy: {strategy} (known: {', '.join(known)})")
+                raise ValueError(f"invalid --device-list-strategy option: invalid strategy: {strategy}")
         return value
+
+
+def parse_duration(value: Any) -> float | None:
+    """A Go duration ("60s", "1m30s", "500ms"), an integer of nanoseconds, or "infinite" (None)."""
+    if isinstance(value, bool):
+        raise ValueError("invalid duration")
+    if isinstance(value, int | float):
+        return float(value) / 1e9
+    if not isinstance(value, str):
+        raise ValueError("invalid duration")
+    if value == "infinite":
+        return None
+    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", value)
+    if not parts or "".join(n + u for n, u in parts) != value:
+        raise ValueError("invalid duration")
+    return sum(float(number) * units[unit] for number, unit in parts)
 
 
 class GfdFlags(_Model):
     oneshot: bool = False
     no_timestamp: bool = Field(False, alias="noTimestamp")
-    sleep_interval: str | int = Field("60s", alias="sleepInterval")
+    sleep_interval: float | None = Field(60.0, alias="sleepInterval")  # seconds; None = infinite
     output_file: str = Field("/etc/kubernetes/node-feature-discovery/features.d/gfd", alias="outputFile")
     machine_type_file: str = Field("/sys/class/dmi/id/product_name", alias="machineTypeFile")
+
+    @field_validator("sleep_interval", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> float | None:
+        return parse_duration(value)
 
 
 class Flags(_Model):
@@ -67,8 +104,48 @@ class Flags(_Model):
     plugin: PluginFlags = PluginFlags()
     gfd: GfdFlags = GfdFlags()
 
+    @property
+    def dev_root(self) -> str:
+        """nvidiaDevRoot, which defaults to nvidiaDriverRoot when unset or empty (NVIDIA's rule)."""
+        return self.nvidia_dev_root or self.nvidia_driver_root
+
+    @field_validator("mig_strategy", mode="before")
+    @classmethod
+    def _mig_strategy(cls, value: Any) -> Any:
+        if value not in ("none", "single", "mixed"):
+            raise ValueError(f"unknown MIG strategy: {value}")
+        return value
+
+    @field_validator("device_discovery_strategy", mode="before")
+    @classmethod
+    def _discovery(cls, value: Any) -> Any:
+        if value not in ("auto", "nvml", "tegra", "vfio"):
+            raise ValueError(f"invalid --device-discovery-strategy option {value}")
+        return value
+
 
 DeviceRef = int | str
+
+# GPU index, MIG index "<gpu>:<mig>", GPU UUID, MIG UUID, legacy MIG UUID "MIG-GPU-<uuid>/<gi>/<ci>".
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_DEVICE_REF = re.compile(rf"\d+|\d+:\d+|GPU-{_UUID}|MIG-{_UUID}|MIG-GPU-{_UUID}/\d+/\d+")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def qualify_resource_name(value: str) -> str:
+    """Prefix a bare name with nvidia.com/ and apply NVIDIA's name checks (exact texts)."""
+    if not value:
+        raise ValueError("no resource name specified")
+    full = value if value.startswith(RESOURCE_PREFIX) else RESOURCE_PREFIX + value
+    if len(full) > MAX_RESOURCE_NAME_LENGTH:
+        raise ValueError(f"fully-qualified resource name must be 63 characters or less: {full}")
+    short = full.removeprefix(RESOURCE_PREFIX)
+    if len(short) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(short):
+        raise ValueError(
+            f"incorrect format for resource name '{full}': a lowercase RFC 1123 subdomain must consist of lower case "
+            "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+        )
+    return full
 
 
 class ReplicatedResource(_Model):
@@ -76,23 +153,56 @@ class ReplicatedResource(_Model):
     rename: str | None = None
     devices: Literal["all"] | int | tuple[DeviceRef, ...] = "all"
     replicas: int
+    # gpuslice extension (ignored by NVIDIA): restrict this entry to GPUs whose product name matches a glob.
+    model: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _required(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            if not data.get("name"):
+                raise ValueError("no resource name specified")
+            if data.get("replicas") is None:
+                raise ValueError("no replicas specified")
+        return data
 
     @field_validator("name", "rename")
     @classmethod
     def _qualify(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if not value:
-            raise ValueError("no resource name specified")
-        return value if value.startswith(RESOURCE_PREFIX) else RESOURCE_PREFIX + value
+        return None if value is None else qualify_resource_name(value)
 
-    @field_validator("replicas")
+    @field_validator("replicas", mode="before")
     @classmethod
-    def _at_least_one(cls, value: int) -> int:
-        # NVIDIA requires >= 2; replicas: 1 is a gpuslice extension (single-client MPS), checked in load.py.
+    def _replicas(cls, value: Any) -> Any:
+        # NVIDIA requires >= 2; replicas: 1 is the gpuslice single-client MPS extension, checked in validate.py.
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"replicas must be an integer, got {value!r}")
         if value < 1:
             raise ValueError("number of replicas must be >= 2")
         return value
+
+    @field_validator("devices", mode="before")
+    @classmethod
+    def _devices(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError(f"unrecognized type for devices spec: {value!r}")
+        if isinstance(value, str):
+            if value != "all":
+                raise ValueError(f"devices set as '{value}' but the only valid string input is 'all'")
+            return value
+        if isinstance(value, int):
+            if value <= 0:
+                raise ValueError(f"devices set as '{value}' but a count of devices must be > 0")
+            return value
+        if isinstance(value, list):
+            for item in value:
+                ok = (isinstance(item, int) and not isinstance(item, bool) and item >= 0) or (
+                    isinstance(item, str) and _DEVICE_REF.fullmatch(item)
+                )
+                if not ok:
+                    raise ValueError(f"unsupported type for device in devices list: {item}, {type(item).__name__}")
+            return tuple(value)
+        raise ValueError(f"unrecognized type for devices spec: {value!r}")
 
 
 class ReplicatedResources(_Model):
@@ -130,6 +240,16 @@ class NamedPattern(_Model):
     pattern: str
     name: str
 
+    @model_validator(mode="before")
+    @classmethod
+    def _required(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            if not data.get("pattern"):
+                raise ValueError("resources must have a 'pattern' field set")
+            if not data.get("name"):
+                raise ValueError("resources must have a 'name' field set")
+        return data
+
 
 class Resources(_Model):
     gpus: tuple[NamedPattern, ...] = ()
@@ -140,6 +260,28 @@ class Imex(_Model):
     channel_ids: tuple[int, ...] = Field((), alias="channelIDs")
     required: bool = False
 
+    @field_validator("channel_ids")
+    @classmethod
+    def _only_zero(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if value not in ((), (0,)):
+            found = "[" + " ".join(str(v) for v in value) + "]"
+            raise ValueError(
+                f"invalid IMEX channel IDs: invalid IMEX config: channelIDs must be [] or [0]; found {found}"
+            )
+        return value
+
+
+class Extensions(_Model):
+    """gpuslice's own keys under `gpuslice:` (NVIDIA's plugin ignores unknown top-level keys).
+
+    Each is off unless the config asks for it, so an NVIDIA config behaves exactly as with NVIDIA's plugin.
+    """
+
+    honor_devices: bool = Field(False, alias="honorDevices")  # honour sharing.*.resources[].devices/rename/model
+    allow_single_replica: bool = Field(False, alias="allowSingleReplica")  # MPS (or time-slicing) with replicas: 1
+    health_recovery: bool = Field(False, alias="healthRecovery")  # return a GPU to Healthy after a clean probe
+    per_container_mps_limits: bool = Field(True, alias="perContainerMpsLimits")  # inject CUDA_MPS_* limits
+
 
 class Config(_Model):
     """The whole v1 config file. Attribute names are snake_case; YAML keys are NVIDIA's camelCase."""
@@ -149,6 +291,7 @@ class Config(_Model):
     resources: Resources | None = None
     sharing: Sharing = Sharing()
     imex: Imex = Imex()
+    gpuslice: Extensions = Extensions()
 
     @field_validator("version")
     @classmethod
