@@ -87,7 +87,10 @@ def test_bad_config_is_refused_with_its_reason(text: str, expected: str) -> None
 
 
 def test_error_names_the_line() -> None:
-    text = "version: v1\nflags:\n  migStrategy: mixed\nsharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 1x\n"
+    text = (
+        "version: v1\nflags:\n  migStrategy: mixed\nsharing:\n  timeSlicing:\n    resources:\n"
+        "    - name: gpu\n      replicas: 1x\n"
+    )
     with pytest.raises(ConfigError, match=r"cfg.yaml:8: sharing.timeSlicing.resources\[0\].replicas"):
         parse_config_text(text, "cfg.yaml")
 
@@ -117,7 +120,10 @@ def test_startup_validation(text: str, expected: str) -> None:
 
 
 def test_single_replica_is_an_opt_in_extension() -> None:
-    text = "gpuslice:\n  allowSingleReplica: true\nflags:\n  mpsRoot: /run/nvidia/mps\nsharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 1\n"
+    text = (
+        "gpuslice:\n  allowSingleReplica: true\nflags:\n  mpsRoot: /run/nvidia/mps\n"
+        "sharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 1\n"
+    )
     validate_startup(parse_config_text(text).config)
 
 
