@@ -84,10 +84,6 @@ def no_healthy_devices(resource: str) -> str:
     return f"no healthy devices present; cannot allocate unhealthy devices {resource}"
 
 
-def previously_allocated_unhealthy(resource: str) -> str:
-    return f"previously allocated devices are no longer healthy; cannot allocate unhealthy devices {resource}"
-
-
 def not_enough_devices(resource: str, requested: int, available: int) -> str:
     return f"requested number of devices unavailable for {resource}. Requested: {requested}, Available: {available}"
 

@@ -1,1 +1,48 @@
 """Sharing: from a node and settings to the advertised resources (whole, time-sliced, MPS, MIG)."""
+
+from gpuslice.sharing.build import GPU_RESOURCE, SHARED_SUFFIX, build_resources, mig_resource_name
+from gpuslice.sharing.health import HealthChange, HealthStore, UnknownHealthTarget
+from gpuslice.sharing.ids import (
+    REPLICA_SEPARATOR,
+    DeviceReference,
+    InvalidDeviceReference,
+    is_replica,
+    parse_device_reference,
+    physical_id,
+    replica_id,
+    resolve_reference,
+)
+from gpuslice.sharing.model import (
+    AdvertisedDevice,
+    AllocationPolicy,
+    Isolation,
+    Resource,
+    SharingError,
+    SharingPlan,
+    SharingStrategy,
+)
+
+__all__ = [
+    "GPU_RESOURCE",
+    "REPLICA_SEPARATOR",
+    "SHARED_SUFFIX",
+    "AdvertisedDevice",
+    "AllocationPolicy",
+    "DeviceReference",
+    "HealthChange",
+    "HealthStore",
+    "InvalidDeviceReference",
+    "Isolation",
+    "Resource",
+    "SharingError",
+    "SharingPlan",
+    "SharingStrategy",
+    "UnknownHealthTarget",
+    "build_resources",
+    "is_replica",
+    "mig_resource_name",
+    "parse_device_reference",
+    "physical_id",
+    "replica_id",
+    "resolve_reference",
+]

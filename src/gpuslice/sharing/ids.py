@@ -81,9 +81,7 @@ def parse_device_reference(item: str | int) -> DeviceReference:
     if _GPU_INDEX.fullmatch(base):
         return DeviceReference(text, "gpu-index", gpu_index=int(base), replica=replica)
     if match := _MIG_INDEX.fullmatch(base):
-        return DeviceReference(
-            text, "mig-index", gpu_index=int(match[1]), mig_index=int(match[2]), replica=replica
-        )
+        return DeviceReference(text, "mig-index", gpu_index=int(match[1]), mig_index=int(match[2]), replica=replica)
     if _GPU_UUID.fullmatch(base):
         return DeviceReference(text, "gpu-uuid", uuid=base, replica=replica)
     if _MIG_UUID.fullmatch(base):
@@ -106,8 +104,14 @@ def resolve_reference(node: Node, reference: DeviceReference) -> tuple[Gpu, MigI
         for mig in gpu.mig_instances:
             if (
                 (reference.kind == "mig-uuid" and mig.uuid == reference.uuid)
-                or (reference.kind == "mig-index" and (gpu.index, mig.index) == (reference.gpu_index, reference.mig_index))
-                or (reference.kind == "legacy-mig" and (gpu.uuid, mig.gi, mig.ci) == (reference.uuid, reference.gi, reference.ci))
+                or (
+                    reference.kind == "mig-index"
+                    and (gpu.index, mig.index) == (reference.gpu_index, reference.mig_index)
+                )
+                or (
+                    reference.kind == "legacy-mig"
+                    and (gpu.uuid, mig.gi, mig.ci) == (reference.uuid, reference.gi, reference.ci)
+                )
             ):
                 return gpu, mig
     raise InvalidDeviceReference(f"no device {reference.text!r} on node {node.name}")

@@ -1,1 +1,34 @@
 """GPU topology: pair links (NVLink, NVSwitch, PCIe levels), presets and pair scoring."""
+
+from gpuslice.topology.model import NVLINK_POINTS, GpuRef, PairLink, PcieLevel, Topology, UnknownGpuError, uniform_links
+from gpuslice.topology.partition import (
+    MAX_PARTITION_ITEMS,
+    Partition,
+    best_partition,
+    clear_search_cache,
+    prepare_search,
+)
+from gpuslice.topology.presets import PRESET_NAMES, UnknownPreset, preset_gpu_count, preset_topology
+from gpuslice.topology.spec import PCIE_LEVEL_NAMES, TopologySpecError, topology_from_spec
+
+__all__ = [
+    "MAX_PARTITION_ITEMS",
+    "NVLINK_POINTS",
+    "PCIE_LEVEL_NAMES",
+    "PRESET_NAMES",
+    "GpuRef",
+    "PairLink",
+    "Partition",
+    "PcieLevel",
+    "Topology",
+    "TopologySpecError",
+    "UnknownGpuError",
+    "UnknownPreset",
+    "best_partition",
+    "clear_search_cache",
+    "prepare_search",
+    "preset_gpu_count",
+    "preset_topology",
+    "topology_from_spec",
+    "uniform_links",
+]

@@ -1,0 +1,163 @@
+"""Allocate as a pure function: validate the requested IDs, then run the container-edit pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from gpuslice.allocation.answer import AllocationAnswer, ContainerAllocation, ContainerEdits, DeviceNode
+from gpuslice.allocation.errors import (
+    MAX_DEVICE_ID_LENGTH,
+    DuplicateDevice,
+    EmptyRequest,
+    IdTooLong,
+    RequestTooLarge,
+    TooManyReplicas,
+    UnhealthyDevice,
+    UnknownDevice,
+)
+from gpuslice.config import Config
+from gpuslice.sharing import AdvertisedDevice, Resource, is_replica, physical_id
+
+VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
+CONTROL_DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
+
+
+@dataclass(frozen=True)
+class AllocationContext:
+    """What every pipeline step sees: the resource, the validated devices and the options."""
+
+    resource: Resource
+    devices: tuple[AdvertisedDevice, ...]  # as requested, validated
+    physical: tuple[AdvertisedDevice, ...]  # one per physical device, first-seen order
+    options: AllocateOptions
+
+
+EditStep = Callable[[AllocationContext], ContainerEdits]
+
+
+@dataclass(frozen=True)
+class AllocateOptions:
+    """How answers are built. `extra_steps` is the seam for CDI, volume-mounts and MPS (issue 3)."""
+
+    device_id_strategy: Literal["uuid", "index"] = "uuid"
+    pass_device_specs: bool = True  # gpuslice always injects device nodes (see docs/walkthrough.md)
+    dev_root: str = "/"  # host paths are dev_root + container path (NVIDIA's nvidiaDevRoot)
+    extra_steps: tuple[EditStep, ...] = ()
+
+    @classmethod
+    def from_config(cls, config: Config) -> AllocateOptions:
+        flags = config.flags
+        return cls(
+            device_id_strategy=flags.plugin.device_id_strategy,
+            dev_root=flags.nvidia_dev_root or flags.nvidia_driver_root,
+        )
+
+    @property
+    def steps(self) -> tuple[EditStep, ...]:
+        return (visible_devices_step, *((device_nodes_step,) if self.pass_device_specs else ()), *self.extra_steps)
+
+
+DEFAULT_OPTIONS = AllocateOptions()
+
+
+def validate_request(
+    resource: Resource, device_ids: Sequence[str], unhealthy: Collection[str] = frozenset(), container: int = 0
+) -> tuple[AdvertisedDevice, ...]:
+    """The advertised devices behind `device_ids`, or the first AllocationError found.
+
+    Checks, in order: not empty; each ID not too long, not repeated, known (a replica number beyond
+    the device's replicas is TooManyReplicas), healthy; then the shared-request size rule.
+    """
+    if not device_ids:
+        raise EmptyRequest(resource.name, container)
+    seen: set[str] = set()
+    devices = []
+    for device_id in device_ids:
+        if len(device_id) > MAX_DEVICE_ID_LENGTH:
+            raise IdTooLong(resource.name, device_id)
+        if device_id in seen:
+            raise DuplicateDevice(resource.name, device_id)
+        seen.add(device_id)
+        device = resource.by_id.get(device_id)
+        if device is None:
+            raise _unknown(resource, device_id)
+        if device_id in unhealthy:
+            raise UnhealthyDevice(resource.name, device_id)
+        devices.append(device)
+    if resource.fail_requests_greater_than_one and resource.sharing != "none" and len(devices) > 1:
+        raise RequestTooLarge(resource.name, [d.id for d in devices])
+    return tuple(devices)
+
+
+def _unknown(resource: Resource, device_id: str) -> UnknownDevice:
+    physical = physical_id(device_id)
+    replicas = resource.replicas_of.get(physical)
+    if replicas is not None and is_replica(device_id) and resource.replicas > 1:
+        return TooManyReplicas(resource.name, device_id, physical, len(replicas))
+    return UnknownDevice(resource.name, device_id)
+
+
+def allocate_container(
+    resource: Resource,
+    device_ids: Sequence[str],
+    unhealthy: Collection[str] = frozenset(),
+    options: AllocateOptions | None = None,
+    container: int = 0,
+) -> ContainerAllocation:
+    """Validate one container request and build its answer."""
+    devices = validate_request(resource, device_ids, unhealthy, container)
+    first: dict[str, AdvertisedDevice] = {}
+    for device in devices:
+        first.setdefault(device.physical_id, device)
+    options = options or DEFAULT_OPTIONS
+    context = AllocationContext(resource, devices, tuple(first.values()), options)
+    edits = ContainerEdits()
+    for step in options.steps:
+        edits = edits.merged(step(context))
+    return ContainerAllocation(
+        resource=resource.name,
+        device_ids=tuple(device_ids),
+        physical_ids=tuple(first),
+        edits=edits,
+        isolation=resource.isolation,
+    )
+
+
+def allocate(
+    resource: Resource,
+    requests: Sequence[Sequence[str]],
+    unhealthy: Collection[str] = frozenset(),
+    options: AllocateOptions | None = None,
+) -> AllocationAnswer:
+    """Answer an Allocate call (one entry per container); raises the first AllocationError."""
+    if not requests:
+        raise EmptyRequest(resource.name)
+    return AllocationAnswer(
+        tuple(
+            allocate_container(resource, ids, unhealthy, options, container) for container, ids in enumerate(requests)
+        )
+    )
+
+
+def visible_devices_step(context: AllocationContext) -> ContainerEdits:
+    """NVIDIA_VISIBLE_DEVICES: the de-duplicated physical devices (UUIDs, or indices), first-seen order."""
+    if context.options.device_id_strategy == "index":
+        ids = [device.index for device in context.physical]
+    else:
+        ids = [device.physical_id for device in context.physical]
+    return ContainerEdits(envs={VISIBLE_DEVICES_ENV: ",".join(ids)})
+
+
+def device_nodes_step(context: AllocationContext) -> ContainerEdits:
+    """The control nodes, then each device's nodes: /dev/nvidia<N>, plus the two MIG capability nodes."""
+    paths = list(CONTROL_DEVICE_NODES)
+    for device in context.physical:
+        paths.append(device.gpu.device_path)
+        if device.mig is not None:
+            paths.append(f"/dev/nvidia-caps/nvidia-cap{device.mig.gi_cap_minor}")
+            paths.append(f"/dev/nvidia-caps/nvidia-cap{device.mig.ci_cap_minor}")
+    root = context.options.dev_root.rstrip("/")
+    nodes = tuple(DeviceNode(path, root + path) for path in dict.fromkeys(paths))
+    return ContainerEdits(device_nodes=nodes)

@@ -1,0 +1,108 @@
+"""The Allocate answer as plain data: container edits (env, mounts, device nodes, annotations, CDI)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from gpuslice.sharing import Isolation
+
+
+@dataclass(frozen=True)
+class DeviceNode:
+    """A device node the container may use (the kubelet's DeviceSpec)."""
+
+    container_path: str
+    host_path: str
+    permissions: str = "rw"
+
+
+@dataclass(frozen=True)
+class Mount:
+    container_path: str
+    host_path: str
+    read_only: bool = False
+
+
+_Keyed = TypeVar("_Keyed", Mount, DeviceNode)
+
+
+@dataclass(frozen=True)
+class ContainerEdits:
+    """What one step of the Allocate pipeline adds to a container.
+
+    Steps are merged in order: a later step's env and annotations override earlier keys (NVIDIA's
+    volume-mounts step overwrites NVIDIA_VISIBLE_DEVICES); mounts and device nodes are keyed by
+    container path and the first one wins, as in the kubelet; CDI names are de-duplicated.
+    """
+
+    envs: Mapping[str, str] = field(default_factory=dict)
+    mounts: tuple[Mount, ...] = ()
+    device_nodes: tuple[DeviceNode, ...] = ()
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    cdi_devices: tuple[str, ...] = ()
+
+    def merged(self, later: ContainerEdits) -> ContainerEdits:
+        return ContainerEdits(
+            envs={**self.envs, **later.envs},
+            mounts=_first_by_path(self.mounts + later.mounts),
+            device_nodes=_first_by_path(self.device_nodes + later.device_nodes),
+            annotations={**self.annotations, **later.annotations},
+            cdi_devices=tuple(dict.fromkeys(self.cdi_devices + later.cdi_devices)),
+        )
+
+
+def _first_by_path(items: tuple[_Keyed, ...]) -> tuple[_Keyed, ...]:
+    seen: dict[str, _Keyed] = {}
+    for item in items:
+        seen.setdefault(item.container_path, item)
+    return tuple(seen.values())
+
+
+@dataclass(frozen=True)
+class ContainerAllocation:
+    """The answer for one container: which devices, what the container gets, and how isolated it is."""
+
+    resource: str
+    device_ids: tuple[str, ...]  # as requested
+    physical_ids: tuple[str, ...]  # de-duplicated physical devices, first-seen order
+    edits: ContainerEdits
+    isolation: Isolation
+
+    @property
+    def envs(self) -> Mapping[str, str]:
+        return self.edits.envs
+
+    @property
+    def device_nodes(self) -> tuple[DeviceNode, ...]:
+        return self.edits.device_nodes
+
+    @property
+    def mounts(self) -> tuple[Mount, ...]:
+        return self.edits.mounts
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (for the demo's --json and for logs)."""
+        return {
+            "resource": self.resource,
+            "device_ids": list(self.device_ids),
+            "physical_ids": list(self.physical_ids),
+            "envs": dict(self.edits.envs),
+            "mounts": [vars(m) for m in self.edits.mounts],
+            "device_nodes": [vars(d) for d in self.edits.device_nodes],
+            "annotations": dict(self.edits.annotations),
+            "cdi_devices": list(self.edits.cdi_devices),
+            "isolation": {
+                "kind": self.isolation.value,
+                "strength": self.isolation.strength,
+                "why": self.isolation.why,
+            },
+        }
+
+
+@dataclass(frozen=True)
+class AllocationAnswer:
+    """One ContainerAllocation per container request, in request order."""
+
+    containers: tuple[ContainerAllocation, ...]

@@ -1,0 +1,105 @@
+"""`gpuslice labels`: gpu-feature-discovery compatible node labels, once or periodically (SIGHUP reloads)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from typing import Any, cast
+
+import click
+
+from gpuslice.config import ConfigError
+from gpuslice.discovery import NodeSpecError
+from gpuslice.discovery.select import BACKEND_KINDS, BackendInitError, make_backend
+from gpuslice.labels.loop import Labeller, LoopControl
+from gpuslice.labels.nodefeature import NodeFeatureError
+from gpuslice.labels.settings import LabelOptions, NodeFeatureMode, load_settings
+
+# Command-line flags -> config keys; their environment variables are read by the config package (GFD_FLAGS).
+_FLAG_KEYS = {
+    "mig_strategy": "flags.migStrategy",
+    "fail_on_init_error": "flags.failOnInitError",
+    "driver_root": "flags.nvidiaDriverRoot",
+    "oneshot": "flags.gfd.oneshot",
+    "no_timestamp": "flags.gfd.noTimestamp",
+    "sleep_interval": "flags.gfd.sleepInterval",
+    "output_file": "flags.gfd.outputFile",
+    "machine_type_file": "flags.gfd.machineTypeFile",
+    "use_node_feature_api": "flags.useNodeFeatureAPI",
+}
+
+
+@click.command()
+@click.option(
+    "--backend",
+    type=click.Choice(BACKEND_KINDS),
+    default="fake",
+    show_default=True,
+    envvar="BACKEND",
+    help="Where GPUs come from (as for `gpuslice plugin`); `fake` reads --node-spec.",
+)
+@click.option("--node-spec", envvar="NODE_SPEC", help="Fake backend: preset:NAME or a node-spec YAML file.")
+@click.option("--config-file", envvar=["GFD_CONFIG_FILE", "CONFIG_FILE"], help="NVIDIA v1 config file.")
+@click.option("--mig-strategy", help="none | single | mixed (env GFD_MIG_STRATEGY, MIG_STRATEGY).")
+@click.option("--fail-on-init-error/--no-fail-on-init-error", default=None, help="Fail when no GPU is found.")
+@click.option("--driver-root", "--nvidia-driver-root", envvar="NVIDIA_DRIVER_ROOT", help="Driver root (host paths).")
+@click.option("--oneshot", is_flag=True, default=None, help="Label once and exit (env GFD_ONESHOT).")
+@click.option("--no-timestamp", is_flag=True, default=None, help="Omit nvidia.com/gfd.timestamp.")
+@click.option("--sleep-interval", help="Time between passes: a Go duration (60s, 1m30s) or 'infinite'.")
+@click.option("--output-file", "--output", "-o", help="features.d file; '-' or '' for standard output.")
+@click.option("--machine-type-file", help="File holding the machine type (default: what the backend reports).")
+@click.option("--use-node-feature-api/--no-use-node-feature-api", default=None, help="NodeFeature object via the API.")
+@click.option(
+    "--node-feature",
+    type=click.Choice(["yaml", "apply"]),
+    help="Emit the NodeFeature object: as YAML (stdout or --output-file), or apply it through the API.",
+)
+@click.option("--node-name", envvar="NODE_NAME", help="Node name for the NodeFeature object (default: discovered).")
+@click.option("--namespace", envvar="NAMESPACE", default="default", show_default=True, help="NodeFeature namespace.")
+@click.option("--quiet", "-q", is_flag=True, help="Log warnings and errors only.")
+def labels(
+    backend: str,
+    node_spec: str | None,
+    config_file: str | None,
+    node_feature: str | None,
+    node_name: str | None,
+    namespace: str,
+    quiet: bool,
+    **flags: Any,
+) -> None:
+    """Compute gpu-feature-discovery compatible node labels (plus gpuslice.io isolation labels)."""
+    logging.basicConfig(
+        level=logging.WARNING if quiet else logging.INFO, stream=sys.stderr, format="%(levelname)s %(message)s"
+    )
+    options = LabelOptions(
+        backend=backend,
+        node_spec=node_spec,
+        config_file=config_file,
+        flag_overrides={_FLAG_KEYS[name]: value for name, value in flags.items() if value is not None},
+        node_feature=cast(NodeFeatureMode | None, node_feature),
+        node_name=node_name,
+        namespace=namespace,
+        environ=dict(os.environ),
+        backend_factory=make_backend,
+    )
+    control = LoopControl()
+    # Installed before the first load, so an early SIGHUP or SIGTERM is queued rather than fatal;
+    # restored afterwards so that an in-process caller (tests) gets its own handlers back.
+    handlers = {
+        signal.SIGHUP: lambda *_: control.request_reload(),
+        signal.SIGTERM: lambda *_: control.request_stop(),
+        signal.SIGINT: lambda *_: control.request_stop(),
+    }
+    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
+    try:
+        try:
+            labeller = Labeller(lambda: load_settings(options))
+        except (ConfigError, BackendInitError, NodeSpecError, NodeFeatureError, ValueError, OSError) as exc:
+            raise click.ClickException(str(exc)) from exc
+        status = labeller.run(control)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    sys.exit(status)

@@ -1,0 +1,51 @@
+"""The walkthrough as plain text: readable in a terminal and when piped to a file."""
+
+from __future__ import annotations
+
+from gpuslice.demo.walkthrough import DemoReport, ModeReport
+
+_LABEL = 14
+_STRENGTH = {"strong": "strong isolation", "partial": "partial isolation", "none": "no isolation"}
+_KIND = {"exclusive": "exclusive GPU", "mig": "MIG partition", "mps": "MPS", "none": "time-slicing"}
+
+
+def _line(label: str, value: str, indent: int = 3) -> str:
+    return f"{' ' * indent}{label:<{_LABEL}}{value}"
+
+
+def render_text(report: DemoReport) -> str:
+    lines = [
+        "gpuslice demo: the device plugin and a mock kubelet over real gRPC (device plugin API v1beta1)",
+        f"sockets in {report.socket_dir}",
+        "",
+        f"Node {report.node} (the default node, preset h100x4):",
+        *(f"  {gpu}" for gpu in report.gpus),
+    ]
+    for number, mode in enumerate(report.modes, start=1):
+        lines += ["", *_mode_lines(number, mode)]
+    lines += ["", "Proofs"]
+    for proof in report.proofs:
+        lines.append(f"  [{'ok' if proof.holds else 'FAILED'}] {proof.claim}")
+        lines += [f"       {item}" for item in proof.evidence]
+    verdict = "all proofs hold" if report.ok else "SOME PROOFS FAILED"
+    lines += ["", f"Done in {report.seconds:.1f} s: {verdict}."]
+    return "\n".join(lines)
+
+
+def _mode_lines(number: int, mode: ModeReport) -> list[str]:
+    pod = mode.allocation
+    env = [f"{key}={value}" for key, value in sorted(pod.envs.items())]
+    return [
+        f"{number}. {mode.title}",
+        _line("mode", mode.mode),
+        _line("node", mode.node),
+        _line("config", mode.config),
+        _line("resource", mode.resource),
+        _line("advertised", f"{mode.advertised} = {mode.derivation.rsplit(' = ', 1)[0]}"),
+        _line("kubelet sees", f"capacity {mode.kubelet_capacity}, allocatable {mode.kubelet_allocatable}"),
+        _line("allocation", f"pod {pod.pod} asks for {pod.request}"),
+        *(_line("device" if i == 0 else "", device_id, 5) for i, device_id in enumerate(pod.device_ids)),
+        *(_line("env" if i == 0 else "", item, 5) for i, item in enumerate(env)),
+        *(_line("device nodes" if i == 0 else "", node, 5) for i, node in enumerate(pod.device_nodes)),
+        _line("isolation", f"{_STRENGTH[mode.isolation_strength]} ({_KIND[mode.isolation]}): {mode.isolation_why}"),
+    ]

@@ -1,0 +1,427 @@
+"""NVML discovery (nvidia-ml-py): GPUs, MIG devices, pair topology, Xid events and dynamic MIG."""
+
+# ruff: noqa: N802  (NVML's own function names (camelCase) are the protocol)
+
+from __future__ import annotations
+
+import logging
+import math
+import socket
+import threading
+from collections.abc import Generator, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Protocol, TypedDict
+
+from gpuslice.discovery.hostpath import MigMinors, load_mig_minors, normalize_bus_id, read_machine_type, read_numa_node
+from gpuslice.discovery.xid import DEFAULT_IGNORED_XIDS, XidEvent, instance_id
+from gpuslice.gpu import ComputeCapability, Gpu, MigCatalogue, MigInstance, Node, catalogue_for
+
+log = logging.getLogger(__name__)
+
+# NVML ABI constants (nvml.h); fixed across driver versions, so spelled here rather than read from the library.
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NOT_FOUND = 6
+NVML_ERROR_TIMEOUT = 10
+EVENT_SINGLE_BIT_ECC = 0x1
+EVENT_DOUBLE_BIT_ECC = 0x2
+EVENT_XID_CRITICAL = 0x8
+HEALTH_EVENT_MASK = EVENT_XID_CRITICAL | EVENT_DOUBLE_BIT_ECC | EVENT_SINGLE_BIT_ECC
+NVLINK_MAX_LINKS = 36  # NVML_NVLINK_MAX_LINKS in current headers (18 before Blackwell)
+NVLINK_REMOTE_GPU = 0x00
+NVLINK_REMOTE_SWITCH = 0x02
+COMPUTE_INSTANCE_ENGINE_SHARED = 0x0
+# NVML_COMPUTE_INSTANCE_PROFILE_<n>_SLICE enum value by SM-slice count.
+COMPUTE_INSTANCE_PROFILE_BY_SLICES = {1: 0x0, 2: 0x1, 3: 0x2, 4: 0x3, 7: 0x4, 8: 0x5, 6: 0x6}
+# nvmlGpuTopologyLevel_t -> level name (the spelling gpuslice.topology.PcieLevel uses).
+TOPOLOGY_LEVELS = {0: "internal", 10: "single", 20: "multiple", 30: "hostbridge", 40: "node", 50: "system"}
+WAIT_MS = 5000
+MIB = 1 << 20
+
+
+class NvmlLibrary(Protocol):
+    """Exactly the NVML calls gpuslice makes; the `pynvml` module of nvidia-ml-py satisfies it."""
+
+    @property
+    def NVMLError(self) -> type[Exception]:
+        """The exception class NVML calls raise; its `.value` is the NVML return code."""
+        ...
+
+    def nvmlInit(self) -> None: ...
+    def nvmlShutdown(self) -> None: ...
+    def nvmlSystemGetDriverVersion(self) -> str: ...
+    def nvmlSystemGetCudaDriverVersion(self) -> int: ...
+    def nvmlDeviceGetCount(self) -> int: ...
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> Any: ...
+    def nvmlDeviceGetUUID(self, handle: Any) -> str: ...
+    def nvmlDeviceGetName(self, handle: Any) -> str: ...
+    def nvmlDeviceGetMemoryInfo(self, handle: Any) -> Any: ...
+    def nvmlDeviceGetCudaComputeCapability(self, handle: Any) -> tuple[int, int]: ...
+    def nvmlDeviceGetPciInfo(self, handle: Any) -> Any: ...
+    def nvmlDeviceGetNumaNodeId(self, handle: Any) -> int: ...
+    def nvmlDeviceGetMinorNumber(self, handle: Any) -> int: ...
+    def nvmlDeviceGetMigMode(self, handle: Any) -> list[int]: ...
+    def nvmlDeviceGetMaxMigDeviceCount(self, handle: Any) -> int: ...
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: Any, index: int) -> Any: ...
+    def nvmlDeviceGetGpuInstanceId(self, handle: Any) -> int: ...
+    def nvmlDeviceGetComputeInstanceId(self, handle: Any) -> int: ...
+    def nvmlDeviceGetAttributes(self, handle: Any) -> Any: ...
+    def nvmlDeviceGetGpuInstanceById(self, handle: Any, gi: int) -> Any: ...
+    def nvmlGpuInstanceGetInfo(self, gpu_instance: Any) -> Any: ...
+    def nvmlDeviceGetTopologyCommonAncestor(self, first: Any, second: Any) -> int: ...
+    def nvmlDeviceGetNvLinkState(self, handle: Any, link: int) -> int: ...
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, handle: Any, link: int) -> Any: ...
+    def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: Any, link: int) -> int: ...
+    def nvmlEventSetCreate(self) -> Any: ...
+    def nvmlDeviceGetSupportedEventTypes(self, handle: Any) -> int: ...
+    def nvmlDeviceRegisterEvents(self, handle: Any, event_types: int, event_set: Any) -> None: ...
+    def nvmlEventSetWait(self, event_set: Any, timeout_ms: int) -> Any: ...
+    def nvmlEventSetFree(self, event_set: Any) -> None: ...
+    def c_nvmlGpuInstancePlacement_t(self, start: int, size: int) -> Any: ...
+    def byref(self, value: Any) -> Any: ...  # ctypes.byref, re-exported by pynvml: placements go by pointer
+    def nvmlDeviceCreateGpuInstanceWithPlacement(self, handle: Any, profile_id: int, placement: Any) -> Any: ...
+    def nvmlGpuInstanceGetComputeInstanceProfileInfo(self, gpu_instance: Any, profile: int, engine: int) -> Any: ...
+    def nvmlGpuInstanceCreateComputeInstance(self, gpu_instance: Any, profile_id: int) -> Any: ...
+    def nvmlComputeInstanceGetInfo(self, compute_instance: Any) -> Any: ...
+    def nvmlGpuInstanceGetComputeInstanceById(self, gpu_instance: Any, ci: int) -> Any: ...
+    def nvmlComputeInstanceDestroy(self, compute_instance: Any) -> None: ...
+    def nvmlGpuInstanceDestroy(self, gpu_instance: Any) -> None: ...
+
+
+class PairFacts(TypedDict):
+    """Topology facts of one GPU pair: NVML common-ancestor level, NVLink links, and whether through NVSwitch."""
+
+    level: str
+    nvlink: int
+    nvswitch: bool
+
+
+class NvmlUnavailable(RuntimeError):
+    """NVML could not be loaded or initialised (no driver, no library, no permission)."""
+
+
+class NvmlDiscoveryError(RuntimeError):
+    """NVML answered, but a required fact of a GPU could not be read; the message names GPU and call."""
+
+
+class MigControlError(RuntimeError):
+    """Creating or destroying a MIG instance failed; the message names GPU, profile/ids and the reason."""
+
+
+def default_library() -> NvmlLibrary:
+    """The real NVML binding (`pynvml` is the module nvidia-ml-py installs); loading the .so happens at init."""
+    import pynvml
+
+    library: NvmlLibrary = pynvml
+    return library
+
+
+def error_code(exc: BaseException) -> int:
+    """The NVML return code carried by an NVMLError (-1 when there is none)."""
+    value = getattr(exc, "value", -1)
+    return value if isinstance(value, int) else -1
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def cuda_version_text(version: int) -> str:
+    """NVML's integer CUDA driver version (12040) as '12.4'."""
+    return f"{version // 1000}.{(version % 1000) // 10}"
+
+
+def mig_profile_name(gi_slices: int, ci_slices: int, memory_mib: int, total_memory_mib: int) -> str:
+    """NVIDIA's profile name from slice counts and memory (nvidia-compat.md §4.3), for unknown profile ids."""
+    total_bytes = total_memory_mib * MIB
+    gb = round(math.ceil(memory_mib * MIB / total_bytes * 8) / 8 * math.ceil(total_bytes / (1 << 30)))
+    name = f"{gi_slices}g.{gb}gb"
+    return name if ci_slices in (0, gi_slices) else f"{ci_slices}c.{name}"
+
+
+class NvmlBackend:
+    """Discovers the node through NVML; `library` defaults to nvidia-ml-py, tests pass a fake."""
+
+    name = "nvml"
+
+    def __init__(
+        self,
+        library: NvmlLibrary | None = None,
+        driver_root: str | Path = "/",
+        node_name: str | None = None,
+        ignored_xids: frozenset[int] = DEFAULT_IGNORED_XIDS,
+    ) -> None:
+        self.library = library if library is not None else default_library()
+        self.driver_root = Path(driver_root)
+        self.node_name = node_name or socket.gethostname()
+        self.ignored_xids = ignored_xids
+        self.warnings: list[str] = []
+        self._open = False
+        self._lock = threading.Lock()
+
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        log.warning("nvml: %s", message)
+
+    def open(self) -> None:
+        """nvmlInit once; raises NvmlUnavailable with NVML's reason."""
+        with self._lock:
+            if self._open:
+                return
+            try:
+                self.library.nvmlInit()
+            except (self.library.NVMLError, OSError) as exc:
+                raise NvmlUnavailable(f"NVML could not be initialised: {exc}") from exc
+            self._open = True
+
+    def close(self) -> None:
+        with self._lock:
+            if self._open:
+                self._open = False
+                self.library.nvmlShutdown()
+
+    def discover(self) -> Node:
+        self.open()
+        self.warnings = []
+        minors = load_mig_minors(self.driver_root)
+        gpus = tuple(self._gpu(index, minors) for index in range(self._system("nvmlDeviceGetCount")))
+        if any(g.mig_instances for g in gpus) and not minors.from_file:
+            self._warn("proc/driver/nvidia-caps/mig-minors not found under the driver root; assumed standard minors")
+        return Node(
+            name=self.node_name,
+            gpus=gpus,
+            driver_version=_text(self._system("nvmlSystemGetDriverVersion")),
+            cuda_driver_version=cuda_version_text(self._system("nvmlSystemGetCudaDriverVersion")),
+            machine_type=read_machine_type(self.driver_root),
+            extra={"backend": self.name},
+        )
+
+    def read_gpu(self, index: int) -> Gpu:
+        """One GPU as NVML reports it now (re-read after a dynamic MIG change)."""
+        self.open()
+        return self._gpu(index, load_mig_minors(self.driver_root))
+
+    def _system(self, call: str) -> Any:
+        try:
+            return getattr(self.library, call)()
+        except self.library.NVMLError as exc:
+            raise NvmlDiscoveryError(f"{call} failed: {exc}") from exc
+
+    def _required(self, index: int, call: str, *args: Any) -> Any:
+        try:
+            return getattr(self.library, call)(*args)
+        except self.library.NVMLError as exc:
+            raise NvmlDiscoveryError(f"GPU {index}: {call} failed: {exc}") from exc
+
+    def _optional(self, index: int, call: str, *args: Any) -> Any:
+        try:
+            return getattr(self.library, call)(*args)
+        except self.library.NVMLError as exc:
+            if error_code(exc) != NVML_ERROR_NOT_SUPPORTED:
+                self._warn(f"GPU {index}: {call} failed: {exc}")
+            return None
+
+    def _gpu(self, index: int, minors: MigMinors) -> Gpu:
+        handle = self._required(index, "nvmlDeviceGetHandleByIndex", index)
+        uuid = _text(self._required(index, "nvmlDeviceGetUUID", handle))
+        product = _text(self._required(index, "nvmlDeviceGetName", handle))
+        memory_mib = int(self._required(index, "nvmlDeviceGetMemoryInfo", handle).total) // MIB
+        major, minor = self._required(index, "nvmlDeviceGetCudaComputeCapability", handle)
+        bus_id = normalize_bus_id(_text(self._required(index, "nvmlDeviceGetPciInfo", handle).busId))
+        numa = self._optional(index, "nvmlDeviceGetNumaNodeId", handle)
+        if numa is None or numa < 0:  # older drivers: sysfs knows the same fact
+            numa = read_numa_node(self.driver_root, bus_id)
+        device_minor = self._optional(index, "nvmlDeviceGetMinorNumber", handle)
+        modes = self._optional(index, "nvmlDeviceGetMigMode", handle)
+        mig_enabled = bool(modes and modes[0] == 1)
+        gpu = Gpu(
+            index=index,
+            uuid=uuid,
+            product_name=product,
+            memory_mib=memory_mib,
+            compute_capability=ComputeCapability(int(major), int(minor)),
+            numa_node=numa,
+            pci_bus_id=bus_id,
+            minor=device_minor,
+            mig_enabled=mig_enabled,
+        )
+        if not mig_enabled:
+            return gpu
+        instances = tuple(self._mig_devices(gpu, handle, minors))
+        if not instances:
+            self._warn(f"GPU {index} ({uuid}) has MIG enabled but no MIG devices")
+        return replace(gpu, mig_instances=instances)
+
+    def _mig_devices(self, gpu: Gpu, handle: Any, minors: MigMinors) -> Iterator[MigInstance]:
+        lib = self.library
+        catalogue = catalogue_for(gpu.product_name, gpu.memory_mib)
+        for slot in range(self._required(gpu.index, "nvmlDeviceGetMaxMigDeviceCount", handle)):
+            try:
+                mig = lib.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
+            except lib.NVMLError as exc:
+                if error_code(exc) == NVML_ERROR_NOT_FOUND:
+                    continue  # an empty slot
+                raise NvmlDiscoveryError(f"GPU {gpu.index}: MIG device {slot}: {exc}") from exc
+            where = f"GPU {gpu.index} MIG device {slot}"
+            gi = self._required(gpu.index, "nvmlDeviceGetGpuInstanceId", mig)
+            ci = self._required(gpu.index, "nvmlDeviceGetComputeInstanceId", mig)
+            gpu_instance = self._required(gpu.index, "nvmlDeviceGetGpuInstanceById", handle, gi)
+            info = self._required(gpu.index, "nvmlGpuInstanceGetInfo", gpu_instance)
+            attributes = self._required(gpu.index, "nvmlDeviceGetAttributes", mig)
+            profile = self._profile_name(catalogue, int(info.profileId), attributes, gpu.memory_mib, where)
+            yield MigInstance(
+                profile=profile,
+                uuid=_text(self._required(gpu.index, "nvmlDeviceGetUUID", mig)),
+                parent_uuid=gpu.uuid,
+                parent_index=gpu.index,
+                index=slot,
+                gi=gi,
+                ci=ci,
+                placement_start=int(info.placement.start),
+                placement_size=int(info.placement.size),
+                memory_mib=int(attributes.memorySizeMB),
+                gi_cap_minor=minors.gi_minor(gpu.device_minor, gi),
+                ci_cap_minor=minors.ci_minor(gpu.device_minor, gi, ci),
+            )
+
+    def _profile_name(
+        self, catalogue: MigCatalogue | None, profile_id: int, attributes: Any, total_mib: int, where: str
+    ) -> str:
+        gi_slices = int(attributes.gpuInstanceSliceCount)
+        ci_slices = int(attributes.computeInstanceSliceCount)
+        known = [p for p in catalogue.profiles if p.profile_id == profile_id] if catalogue else []
+        if not known:
+            name = mig_profile_name(gi_slices, ci_slices, int(attributes.memorySizeMB), total_mib)
+            self._warn(f"{where}: GI profile id {profile_id} is not in the MIG catalogue; named {name}")
+            return name
+        name = known[0].name
+        return name if ci_slices in (0, gi_slices) else f"{ci_slices}c.{name}"
+
+    def topology(self) -> dict[tuple[int, int], PairFacts]:
+        """{(i, j): {"level", "nvlink", "nvswitch"}} for every GPU pair i < j, keyed by GPU index.
+
+        level: the common PCIe ancestor ('system' when NVML cannot tell). nvlink: direct GPU-GPU links or,
+        when both GPUs reach NVSwitches (nvswitch True), the smaller of their switch-link counts (what
+        `nvidia-smi topo -m` prints as NV<k> on NVSwitch systems).
+        """
+        self.open()
+        lib = self.library
+        handles = [
+            self._required(i, "nvmlDeviceGetHandleByIndex", i) for i in range(self._system("nvmlDeviceGetCount"))
+        ]
+        bus_ids = [
+            normalize_bus_id(_text(self._required(i, "nvmlDeviceGetPciInfo", h).busId)) for i, h in enumerate(handles)
+        ]
+        index_of_bus = {bus: i for i, bus in enumerate(bus_ids)}
+        direct: dict[tuple[int, int], int] = {}
+        switch_links = [0] * len(handles)
+        for i, handle in enumerate(handles):
+            for remote in self._active_links(i, handle):
+                if remote == "switch":
+                    switch_links[i] += 1
+                elif remote in index_of_bus and index_of_bus[remote] != i:
+                    pair = (min(i, index_of_bus[remote]), max(i, index_of_bus[remote]))
+                    direct[pair] = direct.get(pair, 0) + 1
+        pairs: dict[tuple[int, int], PairFacts] = {}
+        for i in range(len(handles)):
+            for j in range(i + 1, len(handles)):
+                try:
+                    level = TOPOLOGY_LEVELS.get(lib.nvmlDeviceGetTopologyCommonAncestor(handles[i], handles[j]), "")
+                except lib.NVMLError as exc:
+                    self._warn(f"GPUs {i}-{j}: common ancestor unknown ({exc}); assumed system")
+                    level = ""
+                through_switch = min(switch_links[i], switch_links[j])
+                # Both ends count a direct link, so halve the sum.
+                links = direct.get((i, j), 0) // 2 or through_switch
+                pairs[(i, j)] = {
+                    "level": level or "system",
+                    "nvlink": links,
+                    "nvswitch": not direct.get((i, j)) and through_switch > 0,
+                }
+        return pairs
+
+    def _active_links(self, index: int, handle: Any) -> Iterator[str]:
+        """For each active NVLink: 'switch' or the remote end's bus id."""
+        lib = self.library
+        for link in range(NVLINK_MAX_LINKS):
+            try:
+                if not lib.nvmlDeviceGetNvLinkState(handle, link):
+                    continue
+                remote_bus = normalize_bus_id(_text(lib.nvmlDeviceGetNvLinkRemotePciInfo(handle, link).busId))
+            except lib.NVMLError as exc:
+                if error_code(exc) == NVML_ERROR_NOT_SUPPORTED:
+                    return  # no NVLink on this GPU
+                continue  # past the GPU's last link (INVALID_ARGUMENT) or a link in error
+            try:
+                kind = lib.nvmlDeviceGetNvLinkRemoteDeviceType(handle, link)
+            except lib.NVMLError:
+                kind = NVLINK_REMOTE_GPU  # old drivers: the bus id tells whether the far end is a GPU
+            if kind == NVLINK_REMOTE_SWITCH:
+                yield "switch"
+            elif kind == NVLINK_REMOTE_GPU:
+                yield remote_bus
+
+    def watch(self, stop: threading.Event, wait_ms: int = WAIT_MS) -> Generator[XidEvent, None, None]:
+        """Critical Xid events until `stop` is set; each wait lasts at most `wait_ms`.
+
+        Run it in its own thread: it blocks in nvmlEventSetWait. Non-Xid events (ECC) and ignored Xids are
+        skipped; a device whose events cannot be registered, and every device after a failed wait, is
+        reported unhealthy (xid 0), as NVIDIA's device plugin does.
+        """
+        self.open()
+        lib = self.library
+        try:
+            count = lib.nvmlDeviceGetCount()
+            event_set = lib.nvmlEventSetCreate()
+        except lib.NVMLError as exc:
+            yield XidEvent(None, 0, reason=f"cannot set up health events: {exc}")
+            return
+        try:
+            for index in range(count):
+                failure = self._register(index, event_set)
+                if failure is not None:
+                    yield failure
+            while not stop.is_set():
+                try:
+                    data = lib.nvmlEventSetWait(event_set, wait_ms)
+                except lib.NVMLError as exc:
+                    if error_code(exc) == NVML_ERROR_TIMEOUT:
+                        continue
+                    yield XidEvent(None, 0, reason=f"nvmlEventSetWait failed: {exc}")
+                    stop.wait(wait_ms / 1000)  # no busy loop while the error persists
+                    continue
+                event = self._event(data)
+                if event is not None:
+                    yield event
+        finally:
+            lib.nvmlEventSetFree(event_set)
+
+    def _register(self, index: int, event_set: Any) -> XidEvent | None:
+        lib = self.library
+        uuid = None
+        try:
+            handle = lib.nvmlDeviceGetHandleByIndex(index)
+            uuid = _text(lib.nvmlDeviceGetUUID(handle))
+            supported = lib.nvmlDeviceGetSupportedEventTypes(handle)
+            lib.nvmlDeviceRegisterEvents(handle, HEALTH_EVENT_MASK & supported, event_set)
+        except lib.NVMLError as exc:
+            if error_code(exc) == NVML_ERROR_NOT_SUPPORTED:
+                log.warning("Device %s is too old to support healthchecking.", uuid or index)
+                return None
+            return XidEvent(uuid, 0, reason=f"cannot register health events: {exc}")
+        return None
+
+    def _event(self, data: Any) -> XidEvent | None:
+        if data.eventType != EVENT_XID_CRITICAL:
+            log.debug("Skipping non-nvmlEventTypeXidCriticalError event %#x", data.eventType)
+            return None
+        xid = int(data.eventData)
+        if xid in self.ignored_xids:
+            log.info("Skipping ignored Xid %d", xid)
+            return None
+        gi, ci = instance_id(int(data.gpuInstanceId)), instance_id(int(data.computeInstanceId))
+        try:
+            uuid = _text(self.library.nvmlDeviceGetUUID(data.device))
+        except self.library.NVMLError as exc:
+            return XidEvent(None, xid, gi, ci, reason=f"event device unknown: {exc}")
+        return XidEvent(uuid, xid, gi, ci)

@@ -1,0 +1,132 @@
+"""Building and running the plugin for a node: backend -> node -> resources -> PluginManager, until a signal."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from gpuslice.allocation import AllocateOptions, whole_gpu_rule_for
+from gpuslice.config import Config, ConfigError, load_config
+from gpuslice.discovery import Backend, FakeBackend, NodeSpecError
+from gpuslice.gpu import Node
+from gpuslice.plugin.manager import PluginManager
+from gpuslice.plugin.server import DEFAULT_WORKERS
+from gpuslice.plugin.service import PluginObserver
+from gpuslice.sharing import HealthStore, SharingError, SharingPlan, build_resources
+from gpuslice.topology import TopologySpecError, topology_from_spec
+
+log = logging.getLogger("gpuslice.plugin")
+
+try:  # the NVML/host-path selection module, when that part of discovery is installed
+    from gpuslice.discovery.select import BackendInitError, make_backend
+except ImportError:  # pragma: no cover - only on a tree without discovery.select
+    make_backend = None  # type: ignore[assignment]
+    BackendInitError = RuntimeError  # type: ignore[assignment,misc]
+
+
+class SetupError(ValueError):
+    """Bad input found before anything is served or registered (exit code 2); the message names the key."""
+
+
+@dataclass(frozen=True)
+class PluginSetup:
+    """Everything the plugin serves, decided before the first socket is created."""
+
+    config: Config
+    node: Node
+    plan: SharingPlan
+    backend: Backend
+    warnings: tuple[str, ...]
+
+
+def prepare(backend_kind: str, node_spec: str | None, config_file: str | None) -> PluginSetup:
+    """Load the config, discover the node, and work out the resources; SetupError on any bad input."""
+    try:
+        loaded = load_config(config_file)
+    except ConfigError as exc:
+        raise SetupError(str(exc)) from exc
+    config = loaded.config
+    backend = _backend(backend_kind, node_spec, config)
+    node = backend.discover()
+    try:
+        plan = build_resources(node, config)
+    except SharingError as exc:
+        raise SetupError(f"config {loaded.source}: {exc}") from exc
+    return PluginSetup(config, node, plan, backend, loaded.warnings + plan.warnings)
+
+
+def _backend(kind: str, node_spec: str | None, config: Config) -> Backend:
+    if make_backend is not None:
+        try:
+            return make_backend(kind, node_spec, config.flags.nvidia_driver_root, config.flags.fail_on_init_error)
+        except BackendInitError as exc:
+            raise SetupError(str(exc)) from exc
+    if kind not in ("fake", "auto"):
+        raise SetupError(f"--backend {kind}: not available in this build; use --backend fake")
+    try:
+        return FakeBackend.from_ref(node_spec)
+    except NodeSpecError as exc:
+        raise SetupError(str(exc)) from exc
+
+
+def build_manager(
+    setup: PluginSetup, kubelet_socket: str | Path | None, socket_dir: str | Path | None = None
+) -> PluginManager:
+    """A PluginManager for the prepared node (not started)."""
+    section = setup.backend.spec.topology if isinstance(setup.backend, FakeBackend) else None
+    return assemble_manager(setup.plan, setup.node, setup.config, kubelet_socket, section, socket_dir=socket_dir)
+
+
+def assemble_manager(
+    plan: SharingPlan,
+    node: Node,
+    config: Config,
+    kubelet_socket: str | Path | None,
+    topology_section: Mapping[str, Any] | None = None,
+    *,
+    socket_dir: str | Path | None = None,
+    workers: int = DEFAULT_WORKERS,
+    observer: PluginObserver | None = None,
+) -> PluginManager:
+    """Wire a plan to a PluginManager: a fresh health store, Allocate options and Rule A on the node's topology."""
+    try:
+        topology = topology_from_spec(topology_section, node.gpus) if node.gpus else None
+    except TopologySpecError as exc:
+        raise SetupError(f"node spec: {exc}") from exc
+    return PluginManager(
+        plan,
+        HealthStore(node),
+        kubelet_socket,
+        options=AllocateOptions.from_config(config),
+        whole_gpu_rule=whole_gpu_rule_for(topology) if topology is not None else None,
+        socket_dir=socket_dir,
+        observer=observer,
+        workers=workers,
+    )
+
+
+def run_until_signalled(manager: PluginManager, ready: Callable[[], None] | None = None) -> None:
+    """Start, wait for SIGTERM or SIGINT, then stop (sockets removed). Must run on the main thread."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("received %s, shutting down", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        manager.start()
+        if ready is not None:
+            ready()
+        while not stop.wait(timeout=3600):
+            pass
+    finally:
+        manager.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

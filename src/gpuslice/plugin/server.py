@@ -1,0 +1,139 @@
+"""One gRPC server on one Unix socket for one resource: serve, dial ourselves, register, stop cleanly."""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from gpuslice.plugin.naming import socket_name
+from gpuslice.plugin.service import ResourceService
+from gpuslice.wire import API_VERSION, deviceplugin_grpc, deviceplugin_pb2
+
+log = logging.getLogger("gpuslice.plugin")
+
+SOCKET_PATH_MAX = 107  # sun_path holds 108 bytes including the terminating NUL
+# Each open ListAndWatch pins a worker, and the kubelet's dial-back during Register needs a free one;
+# ThreadPoolExecutor creates threads lazily, so a generous cap costs nothing while idle.
+DEFAULT_WORKERS = 16
+SELF_DIAL_TIMEOUT_S = 5.0
+REGISTER_TIMEOUT_S = 15.0  # the kubelet may take up to 10 s dialling us back during Register
+STOP_GRACE_S = 1.0
+
+
+class PluginStartError(RuntimeError):
+    """A server could not listen on, or be reached through, its socket."""
+
+
+class RegistrationError(RuntimeError):
+    """The kubelet refused (or could not be reached for) a registration; the message says which."""
+
+
+class ResourceServer:
+    """Serves a ResourceService on `<socket_dir>/<socket_name(resource)>`."""
+
+    def __init__(self, service: ResourceService, socket_dir: Path, workers: int = DEFAULT_WORKERS) -> None:
+        self.service = service
+        self.socket_path = Path(socket_dir) / socket_name(service.resource.name)
+        self._workers = workers
+        self._server: Any = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._inode: int | None = None
+
+    @property
+    def resource_name(self) -> str:
+        return self.service.resource.name
+
+    @property
+    def endpoint(self) -> str:
+        """What Register carries: the bare socket file name, relative to the kubelet's directory."""
+        return self.socket_path.name
+
+    @property
+    def serving(self) -> bool:
+        return self._server is not None
+
+    def start(self) -> None:
+        """Listen (replacing a stale socket), start serving, and prove it by dialling the socket."""
+        path = self.socket_path
+        if len(os.fsencode(path)) > SOCKET_PATH_MAX:
+            raise PluginStartError(f"socket path {path} is longer than {SOCKET_PATH_MAX} bytes")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_socket(path)
+        executor = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix=f"gpuslice-{path.stem}")
+        server = grpc.server(executor)
+        deviceplugin_grpc.add_DevicePluginServicer_to_server(self.service, server)  # type: ignore[no-untyped-call]
+        try:
+            bound = server.add_insecure_port(f"unix:{path}")
+        except RuntimeError as exc:
+            bound = 0
+            log.error("cannot listen on %s: %s", path, exc)
+        if not bound:
+            executor.shutdown(wait=False)
+            raise PluginStartError(f"{self.resource_name}: cannot listen on unix socket {path}")
+        server.start()
+        self._server, self._executor = server, executor
+        self._inode = _inode(path)
+        try:
+            with grpc.insecure_channel(f"unix:{path}") as channel:
+                grpc.channel_ready_future(channel).result(timeout=SELF_DIAL_TIMEOUT_S)
+        except grpc.FutureTimeoutError as exc:
+            self.stop()
+            raise PluginStartError(f"{self.resource_name}: serving on {path} but cannot connect to it") from exc
+        log.info("serving %s on %s", self.resource_name, path)
+
+    def register(self, kubelet_socket: Path, timeout_s: float = REGISTER_TIMEOUT_S) -> None:
+        """Register with the kubelet (version v1beta1, endpoint = socket file name)."""
+        request = deviceplugin_pb2.RegisterRequest(
+            version=API_VERSION,
+            endpoint=self.endpoint,
+            resource_name=self.resource_name,
+            options=deviceplugin_pb2.DevicePluginOptions(get_preferred_allocation_available=True),
+        )
+        try:
+            with grpc.insecure_channel(f"unix:{kubelet_socket}") as channel:
+                stub = deviceplugin_grpc.RegistrationStub(channel)  # type: ignore[no-untyped-call]
+                stub.Register(request, timeout=timeout_s, wait_for_ready=False)
+        except grpc.RpcError as exc:
+            code = exc.code().name if exc.code() is not None else "UNKNOWN"
+            raise RegistrationError(
+                f"{self.resource_name}: registration with the kubelet at {kubelet_socket} failed ({code}): "
+                f"{exc.details()}"
+            ) from exc
+        log.info(
+            "registered %s with the kubelet at %s (endpoint %s)", self.resource_name, kubelet_socket, self.endpoint
+        )
+
+    def stop(self) -> None:
+        """End open streams, stop serving, wait for handlers, and remove our socket file."""
+        self.service.close()
+        server, executor = self._server, self._executor
+        self._server = self._executor = None
+        if server is not None:
+            server.stop(STOP_GRACE_S).wait()
+        if executor is not None:
+            executor.shutdown(wait=True)
+        # Only our own file: after a kubelet wipe someone else may own a socket at this path.
+        if self._inode is not None and _inode(self.socket_path) == self._inode:
+            _remove_socket(self.socket_path)
+        self._inode = None
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return path.lstat().st_ino
+    except FileNotFoundError:
+        return None
+
+
+def _remove_socket(path: Path) -> None:
+    try:
+        if stat.S_ISSOCK(path.lstat().st_mode):
+            path.unlink()
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,37 @@
+"""Placement policies for the openb simulator: the paper's six and our own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpuslice.sim.openb.policies.base import Placement, Policy, PolicyContext
+from gpuslice.sim.openb.policies.fgd import FgdPolicy
+from gpuslice.sim.openb.policies.heuristics import (
+    BestFitPolicy,
+    ClusteringPolicy,
+    DotProdPolicy,
+    PackingPolicy,
+    RandomPolicy,
+)
+
+PAPER_POLICIES = ("random", "dotprod", "clustering", "packing", "bestfit", "fgd")
+
+FACTORIES: dict[str, Callable[[PolicyContext], Policy]] = {
+    "random": RandomPolicy,
+    "dotprod": DotProdPolicy,
+    "clustering": ClusteringPolicy,
+    "packing": PackingPolicy,
+    "bestfit": BestFitPolicy,
+    "fgd": FgdPolicy,
+}
+
+
+def make_policy(name: str, context: PolicyContext) -> Policy:
+    try:
+        factory = FACTORIES[name]
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r} (known: {', '.join(FACTORIES)})") from None
+    return factory(context)
+
+
+__all__ = ["FACTORIES", "PAPER_POLICIES", "Placement", "Policy", "PolicyContext", "make_policy"]

@@ -1,0 +1,34 @@
+"""Placement policies, one module each behind the PlacementPolicy protocol, selectable by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpuslice.sim.policies.base import PlacementPolicy
+from gpuslice.sim.policies.best_fit import BestFit
+from gpuslice.sim.policies.first_fit import FirstFit
+from gpuslice.sim.policies.gang import Gang
+from gpuslice.sim.policies.topology_aware import TopologyAware
+
+# name -> factory; later policies (preemption, sharing tiers) register here.
+POLICIES: dict[str, Callable[[], PlacementPolicy]] = {
+    FirstFit.name: FirstFit,
+    BestFit.name: BestFit,
+    Gang.name: Gang,
+    TopologyAware.name: TopologyAware,
+}
+
+
+class UnknownPolicy(ValueError):
+    """A policy name that is not registered."""
+
+
+def make_policy(name: str) -> PlacementPolicy:
+    """A fresh policy by its name (first-fit, best-fit, gang, topology-aware)."""
+    factory = POLICIES.get(name)
+    if factory is None:
+        raise UnknownPolicy(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
+    return factory()
+
+
+__all__ = ["POLICIES", "BestFit", "FirstFit", "Gang", "PlacementPolicy", "TopologyAware", "UnknownPolicy", "make_policy"]

@@ -1,0 +1,102 @@
+"""Least privilege per overlay: what each DaemonSet may do on the node, and nothing more."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.deploy.rendering import TARGETS, container, find
+
+PLUGIN, LABEL_WRITER = "gpuslice-device-plugin", "gpuslice-label-writer"
+# Added capabilities and hostPID each overlay needs, per DaemonSet (why: see each kustomization.yaml).
+EXTRA_PRIVILEGE: dict[str, dict[str, tuple[set[str], bool]]] = {
+    "base": {PLUGIN: (set(), False), LABEL_WRITER: (set(), False)},
+    "overlays/time-slicing": {PLUGIN: (set(), False), LABEL_WRITER: (set(), False)},
+    "overlays/mps": {PLUGIN: ({"SYS_ADMIN"}, True), LABEL_WRITER: (set(), False)},
+    "overlays/mig-mixed": {PLUGIN: ({"SYS_ADMIN"}, False), LABEL_WRITER: ({"SYS_ADMIN"}, False)},
+}
+HOST_PATHS: dict[str, dict[str, dict[str, bool]]] = {  # host path -> mounted read-only?
+    "base": {
+        PLUGIN: {"/var/lib/kubelet/device-plugins": False, "/var/lib/kubelet/pod-resources": True},
+        LABEL_WRITER: {},
+    },
+}
+HOST_PATHS["overlays/time-slicing"] = HOST_PATHS["base"]
+HOST_PATHS["overlays/mig-mixed"] = HOST_PATHS["base"]
+HOST_PATHS["overlays/mps"] = {
+    PLUGIN: {**HOST_PATHS["base"][PLUGIN], "/run/nvidia/mps": False, "/run/nvidia/mps/shm": False},
+    LABEL_WRITER: {},
+}
+
+
+def _daemonset(rendered: dict[str, list[dict[str, Any]]], target: str, name: str) -> dict[str, Any]:
+    return find(rendered[target], "DaemonSet", name)
+
+
+@pytest.mark.parametrize("name", [PLUGIN, LABEL_WRITER])
+@pytest.mark.parametrize("target", TARGETS)
+def test_capabilities_and_host_pid(rendered: dict[str, list[dict[str, Any]]], target: str, name: str) -> None:
+    daemonset = _daemonset(rendered, target, name)
+    pod, security = daemonset["spec"]["template"]["spec"], container(daemonset)["securityContext"]
+    added, host_pid = EXTRA_PRIVILEGE[target][name]
+    assert set(security["capabilities"].get("add", [])) == added
+    assert security["capabilities"]["drop"] == ["ALL"]
+    assert pod.get("hostPID", False) is host_pid
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["readOnlyRootFilesystem"] is True
+    assert security.get("privileged", False) is False
+    assert not pod.get("hostNetwork", False) and not pod.get("hostIPC", False)
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_who_runs_as_root(rendered: dict[str, list[dict[str, Any]]], target: str) -> None:
+    # The plugin always (the kubelet's socket directory is root:root 0750); the label writer only for MIG,
+    # where it needs SYS_ADMIN to be effective.
+    assert container(_daemonset(rendered, target, PLUGIN))["securityContext"]["runAsUser"] == 0
+    writer = container(_daemonset(rendered, target, LABEL_WRITER))["securityContext"]
+    if target == "overlays/mig-mixed":
+        assert writer["runAsUser"] == 0 and writer["runAsNonRoot"] is False
+    else:
+        assert writer["runAsUser"] != 0 and writer["runAsNonRoot"] is True
+
+
+@pytest.mark.parametrize("name", [PLUGIN, LABEL_WRITER])
+@pytest.mark.parametrize("target", TARGETS)
+def test_host_paths(rendered: dict[str, list[dict[str, Any]]], target: str, name: str) -> None:
+    daemonset = _daemonset(rendered, target, name)
+    volumes = {
+        v["name"]: v["hostPath"]["path"] for v in daemonset["spec"]["template"]["spec"]["volumes"] if "hostPath" in v
+    }
+    mounts = {m["name"]: m.get("readOnly", False) for m in container(daemonset)["volumeMounts"]}
+    assert {path: mounts[volume] for volume, path in volumes.items()} == HOST_PATHS[target][name]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_mps_root_matches_the_config(rendered: dict[str, list[dict[str, Any]]], target: str) -> None:
+    config = yaml.safe_load(find(rendered[target], "ConfigMap")["data"]["config.yaml"])
+    root = config.get("flags", {}).get("mpsRoot")
+    mounts = {m["mountPath"] for m in container(_daemonset(rendered, target, PLUGIN))["volumeMounts"]}
+    # Allocate hands workloads host paths under mpsRoot, so the plugin must see them at the same path.
+    assert (root is not None) == (target == "overlays/mps")
+    if root is not None:
+        assert root in mounts and "/dev/shm" in mounts
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_plugin_scheduling_conventions(rendered: dict[str, list[dict[str, Any]]], target: str) -> None:
+    daemonset = _daemonset(rendered, target, PLUGIN)
+    pod = daemonset["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == "system-node-critical"
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+    assert daemonset["spec"]["updateStrategy"]["type"] == "RollingUpdate"
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    # Separate terms are ORed: either label puts the plugin on the node.
+    assert [t["matchExpressions"] for t in terms] == [
+        [{"key": "feature.node.kubernetes.io/pci-10de.present", "operator": "In", "values": ["true"]}],
+        [{"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]}],
+    ]
+    writer = _daemonset(rendered, target, LABEL_WRITER)["spec"]["template"]["spec"]
+    assert writer["affinity"] == pod["affinity"] and writer["tolerations"] == pod["tolerations"]

@@ -1,0 +1,155 @@
+"""`gpuslice plugin` as a real process against the mock kubelet: the CLI contract, signals, bad input."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gpuslice.cli.main import cli
+from gpuslice.kubelet import MockKubelet
+
+WAIT_S = 20.0
+CLEAN_ENV: dict[str, str | None] = {"NODE_SPEC": None, "CONFIG_FILE": None, "KUBELET_SOCKET": None}
+H100_MIG_SPEC = """\
+name: e2e
+gpus:
+  - model: NVIDIA H100 80GB HBM3
+    count: 2
+    memory_mib: 81559
+    compute_capability: "9.0"
+    mig: [1g.10gb, 1g.10gb, 3g.40gb]
+"""
+
+
+@pytest.fixture
+def kubelet() -> Iterator[MockKubelet]:
+    directory = Path(tempfile.mkdtemp(dir="/tmp", prefix="gs-"))
+    try:
+        with MockKubelet(directory, dial_timeout_s=5.0, checkpoint_enabled=False) as running:
+            yield running
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def plugin_process(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in ("NODE_SPEC", "CONFIG_FILE", "KUBELET_SOCKET")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "gpuslice", "plugin", *args],
+        env={**clean, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(process: subprocess.Popen[str]) -> tuple[int, str]:
+    try:
+        _, err = process.communicate(timeout=WAIT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    return process.returncode, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_stops_cleanly_and_removes_the_socket(kubelet: MockKubelet, sig: signal.Signals) -> None:
+    process = plugin_process(
+        ["--backend", "fake", "--node-spec", "preset:h100x4", "--kubelet-socket", str(kubelet.socket_path)]
+    )
+    try:
+        assert kubelet.wait_for(resource="nvidia.com/gpu", registered=True, allocatable=4, timeout=WAIT_S)
+        assert (kubelet.device_plugin_dir / "gpuslice-nvidia.com-gpu.sock").is_socket()
+        assert kubelet.admit_one("pod", "nvidia.com/gpu", 2).envs["NVIDIA_VISIBLE_DEVICES"].count("GPU-") == 2
+        process.send_signal(sig)
+    finally:
+        code, err = finish(process)
+    assert code == 0, err
+    assert list(kubelet.device_plugin_dir.glob("gpuslice-*")) == []
+    assert kubelet.wait_for(resource="nvidia.com/gpu", registered=False, timeout=WAIT_S)
+
+
+def test_env_vars_config_file_and_mig_mixed(kubelet: MockKubelet, tmp_path: Path) -> None:
+    spec = tmp_path / "node.yaml"
+    spec.write_text(H100_MIG_SPEC)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "version: v1\nflags:\n  migStrategy: mixed\nsharing:\n  timeSlicing:\n    resources:\n"
+        "      - name: nvidia.com/mig-1g.10gb\n        replicas: 3\n"
+    )
+    env = {"NODE_SPEC": str(spec), "CONFIG_FILE": str(config), "KUBELET_SOCKET": str(kubelet.socket_path)}
+    process = plugin_process(["--backend", "fake"], env)
+    try:
+        assert kubelet.wait_for(resource="nvidia.com/mig-1g.10gb", allocatable=2 * 2 * 3, timeout=WAIT_S)
+        assert kubelet.wait_for(resource="nvidia.com/mig-3g.40gb", allocatable=2, timeout=WAIT_S)
+        shared = kubelet.admit_one("a", "nvidia.com/mig-1g.10gb")
+        assert shared.device_ids[0].endswith("::0") and shared.device_ids[0].startswith("MIG-")
+        assert shared.envs["NVIDIA_VISIBLE_DEVICES"] == shared.device_ids[0].split("::")[0]
+        whole = kubelet.admit_one("b", "nvidia.com/mig-3g.40gb")
+        assert sum("nvidia-caps" in path for path, _, _ in whole.device_nodes) == 2
+        process.send_signal(signal.SIGTERM)
+    finally:
+        code, err = finish(process)
+    assert code == 0, err
+
+
+BAD_INPUT = [
+    # (files to write, extra args, text on stderr)
+    ({"config": "flags:\n  migStrategy: sideways\n"}, ["--config-file", "{config}"], "flags.migStrategy"),
+    (
+        {"config": "sharing:\n  timeSlicing:\n    resources: []\n"},
+        ["--config-file", "{config}"],
+        "no resources specified",
+    ),
+    ({"config": "version: v2\n"}, ["--config-file", "{config}"], "unknown version: v2"),
+    ({}, ["--config-file", "{missing}"], "error opening config file"),
+    ({}, ["--node-spec", "preset:nope"], "unknown preset 'nope'"),
+    ({"spec": "gpus:\n  - model: X\n    memory_mib: -1\n"}, ["--node-spec", "{spec}"], "memory_mib"),
+    (
+        {"spec": H100_MIG_SPEC, "config": "flags: {migStrategy: single}\n"},
+        ["--node-spec", "{spec}", "--config-file", "{config}"],
+        "more than one MIG device type",
+    ),
+]
+
+
+@pytest.mark.parametrize(("files", "args", "text"), BAD_INPUT)
+def test_bad_input_exits_2_naming_the_key_and_registers_nothing(
+    kubelet: MockKubelet, tmp_path: Path, files: dict[str, str], args: list[str], text: str
+) -> None:
+    paths = {name: str(tmp_path / name) for name in files} | {"missing": str(tmp_path / "missing.yaml")}
+    for name, content in files.items():
+        Path(paths[name]).write_text(content)
+    base = ["plugin", "--backend", "fake", "--kubelet-socket", str(kubelet.socket_path)]
+    # In-process through the same click command (a real process costs a second; one is checked below).
+    result = CliRunner().invoke(cli, [*base, *(a.format(**paths) for a in args)], env=CLEAN_ENV)
+    assert result.exit_code == 2, result.output
+    assert text in result.stderr
+    assert kubelet.resources() == {}, "nothing registered"
+    assert list(kubelet.device_plugin_dir.glob("gpuslice-*")) == []
+
+
+def test_bad_input_exit_code_of_a_real_process(kubelet: MockKubelet) -> None:
+    args = ["--backend", "fake", "--node-spec", "preset:nope", "--kubelet-socket", str(kubelet.socket_path)]
+    code, err = finish(plugin_process(args))
+    assert code == 2
+    assert err.strip().startswith("gpuslice plugin: error:") and "unknown preset 'nope'" in err
+
+
+def test_absent_kubelet_exits_1_with_a_clear_message(tmp_path: Path) -> None:
+    socket = Path(tempfile.mkdtemp(dir="/tmp", prefix="gs-")) / "kubelet.sock"
+    try:
+        code, err = finish(plugin_process(["--backend", "fake", "--kubelet-socket", str(socket)]))
+    finally:
+        shutil.rmtree(socket.parent, ignore_errors=True)
+    assert code == 1
+    assert f"registration with the kubelet at {socket} failed" in err
