@@ -113,3 +113,11 @@ def test_honoured_devices_and_model_globs() -> None:
     assert rules[0].devices == (0, 1)
     assert rules[1].applies_to_model("NVIDIA A100-SXM4-40GB")
     assert not rules[1].applies_to_model("NVIDIA H100 80GB HBM3")
+
+
+@pytest.mark.parametrize("text", ["30s", "infinite", "1m30s"])
+def test_overrides_round_trip_the_sleep_interval(text: str) -> None:
+    config = parse_config_text(f"flags:\n  gfd:\n    sleepInterval: {text}\n").config
+    merged = apply_overrides(config, {"flags.migStrategy": "mixed"})
+    assert merged.flags.gfd.sleep_interval == config.flags.gfd.sleep_interval
+    assert merged.flags.mig_strategy == "mixed"

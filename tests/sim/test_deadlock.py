@@ -7,6 +7,7 @@ import pytest
 from gpuslice.sim.cluster import ClusterState
 from gpuslice.sim.deadlock import find_deadlocked
 from gpuslice.sim.engine import Engine
+from gpuslice.sim.model import JobSpec, PodSpec
 from gpuslice.sim.policies import make_policy
 from gpuslice.sim.runs import JobRun, JobStatus
 from gpuslice.sim.traces import two_gang
@@ -76,20 +77,23 @@ def test_running_jobs_count_as_capacity_that_will_come_back() -> None:
     assert find_deadlocked(state, [a], make_policy("best-fit")) == []
 
 
-def test_a_third_gang_can_join_an_existing_deadlock_and_counts_as_a_new_one() -> None:
-    spec = cluster("4xdgx-h100;island=4")
+def test_each_new_deadlock_is_counted_once() -> None:
+    # Four H100 nodes and two A100 nodes. Gangs a and b (3 x 8-GPU H100 pods) interleave at t=0 and hold
+    # two H100 nodes each: deadlock 1. Gangs c and d (2 x 8-GPU A100 pods) do the same at t=100 on the
+    # A100 nodes: deadlock 2, detected while a and b are still (and already known to be) deadlocked.
+    h100, a100 = PodSpec.of(8, gpu_model="H100"), PodSpec.of(8, gpu_model="A100")
     jobs = [
-        job("a", 8, pods=3, gang=True, duration=100),
-        job("b", 8, pods=3, gang=True, duration=100),
-        job("small", 8, duration=50),
-        job("c", 8, pods=2, gang=True, submit=10),
-        job("d", 8, pods=2, gang=True, submit=10),
+        JobSpec("a", 0, 50, (h100,) * 3, gang=True),
+        JobSpec("b", 0, 50, (h100,) * 3, gang=True),
+        JobSpec("c", 100, 50, (a100,) * 2, gang=True),
+        JobSpec("d", 100, 50, (a100,) * 2, gang=True),
+        JobSpec("tick", 200, 5, (PodSpec.of(0),)),  # something still happens after the deadlocks
     ]
-    engine, result = simulate(spec, jobs, "first-fit")
-    # t=0: a0 b0 small? no: queue a0, b0, small, a1, b1, ... -> a0 n0, b0 n1, small n2, a1 n3; b1, a2, b2 wait.
-    # a and b hold 3 of 4 nodes between them and need 4 more: deadlocked at t=0 (small ends, node 2 frees,
-    # but a needs 1 and b needs 2 and only 2 nodes can ever be free... see the counts below).
-    statuses = [run.status for run in engine.runs]
-    assert statuses[2] is JobStatus.DONE
-    assert result.partial_allocation_deadlocks >= 1
-    assert result.jobs_deadlocked == sum(status is JobStatus.DEADLOCKED for status in statuses)
+    engine, result = simulate(cluster("4xdgx-h100+2xa100x8;island=6"), jobs, "first-fit")
+    assert result.partial_allocation_deadlocks == 2
+    assert result.jobs_deadlocked == 4
+    assert [run.deadlocked_at for run in engine.runs[:4]] == [0, 0, 100, 100]
+    assert [run.bound_count for run in engine.runs[:4]] == [2, 2, 1, 1]
+    assert engine.runs[4].status is JobStatus.DONE
+    # 48 GPUs held idle from their deadlock to the end of the run (t = 205).
+    assert result.gpu_utilization < 0.01 < result.gpu_allocation

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
 RESOURCE_PREFIX = "nvidia.com/"
 MAX_RESOURCE_NAME_LENGTH = 63
@@ -70,11 +70,11 @@ def parse_duration(value: Any) -> float | None:
         raise ValueError("invalid duration")
     if value == "infinite":
         return None
-    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+    nanoseconds = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9}
     parts = re.findall(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", value)
     if not parts or "".join(n + u for n, u in parts) != value:
         raise ValueError("invalid duration")
-    return sum(float(number) * units[unit] for number, unit in parts)
+    return sum(float(number) * nanoseconds[unit] for number, unit in parts) / 1e9
 
 
 class GfdFlags(_Model):
@@ -88,6 +88,11 @@ class GfdFlags(_Model):
     @classmethod
     def _duration(cls, value: Any) -> float | None:
         return parse_duration(value)
+
+    @field_serializer("sleep_interval")
+    def _duration_text(self, value: float | None) -> str:
+        # Serialise as a Go duration so that dump -> validate (apply_overrides) round-trips.
+        return "infinite" if value is None else f"{round(value * 1e9)}ns"
 
 
 class Flags(_Model):
