@@ -25,7 +25,7 @@ def test_text_names_the_mechanism_the_isolation_and_prints_the_files() -> None:
     assert code == 0, out
     assert "Recommendation: MIG, 2 x 3g.40gb per GPU" in out
     assert "pods request: nvidia.com/mig-3g.40gb: 1" in out
-    assert "Isolation: strong (node label isolation=mig)" in out
+    assert "Isolation: strong (node label gpuslice.io/mig-3g.40gb.isolation=mig)" in out
     assert "not given:" in out and "never an exact half" in out
     assert "nvidia-smi mig -i 0 -cgi 3g.40gb:0,3g.40gb:4 -C" in out
     config_text = out.split("--- config.yaml ---\n")[1].split("\n\n--- node spec")[0]

@@ -46,6 +46,13 @@ BAD = [
     ({"gpus": [{"model": "X", "memory_mib": 1, "compute_capability": "8.0", "colour": 1}]}, r"\.colour: unknown"),
     ({"gpus": [], "gpuz": []}, "unknown key 'gpuz'"),
     (
+        {
+            "gpus": [{"model": "X", "memory_mib": 1, "compute_capability": "8.0", "count": 2}],
+            "topology": {"links": [{"gpus": [0, 9], "link": "nvlink", "count": 2}]},
+        },
+        r"topology.links\[0\].gpus: GPU 9 does not exist",
+    ),
+    (
         {"gpus": [{"model": "Tesla T4", "memory_mib": 15360, "compute_capability": "7.5", "mig": ["1g.5gb"]}]},
         "does not support MIG",
     ),

@@ -115,6 +115,7 @@ def as_json(rec: Recommendation) -> dict[str, Any]:
         "isolation": {
             "verdict": iso.verdict,
             "label": iso.label,
+            "label_key": isolation_label(rec),
             "memory": iso.memory,
             "faults": iso.faults,
             "performance": iso.performance,
@@ -161,7 +162,7 @@ def report_text(rec: Recommendation) -> str:
     lines += [f"  ! {warning}" for warning in rec.warnings]
     lines += [
         "",
-        f"Isolation: {iso.verdict} (node label isolation={iso.label})",
+        f"Isolation: {iso.verdict} (node label {isolation_label(rec)}={iso.label})",
         f"  memory:      {iso.memory}",
         f"  faults:      {iso.faults}",
         f"  performance: {iso.performance}",
@@ -177,6 +178,11 @@ def report_text(rec: Recommendation) -> str:
     if spec is not None:
         lines += ["", "--- node spec (gpuslice plugin --backend fake --node-spec FILE) ---", spec.rstrip()]
     return "\n".join(lines) + "\n"
+
+
+def isolation_label(rec: Recommendation) -> str:
+    """The label key the label writer sets to this resource's isolation (tenants select nodes on it)."""
+    return f"gpuslice.io/{rec.resource_name.removeprefix('nvidia.com/')}.isolation"
 
 
 def _headline(rec: Recommendation) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import Literal
 
 from gpuslice.allocation.answer import AllocationAnswer, ContainerAllocation, ContainerEdits, DeviceNode
@@ -54,12 +55,13 @@ class AllocateOptions:
             dev_root=flags.nvidia_dev_root or flags.nvidia_driver_root,
         )
 
-    @property
+    @cached_property
     def steps(self) -> tuple[EditStep, ...]:
         return (visible_devices_step, *((device_nodes_step,) if self.pass_device_specs else ()), *self.extra_steps)
 
 
 DEFAULT_OPTIONS = AllocateOptions()
+EMPTY_EDITS = ContainerEdits()
 
 
 def validate_request(
@@ -113,7 +115,7 @@ def allocate_container(
         first.setdefault(device.physical_id, device)
     options = options or DEFAULT_OPTIONS
     context = AllocationContext(resource, devices, tuple(first.values()), options)
-    edits = ContainerEdits()
+    edits = EMPTY_EDITS
     for step in options.steps:
         edits = edits.merged(step(context))
     return ContainerAllocation(
@@ -152,12 +154,23 @@ def visible_devices_step(context: AllocationContext) -> ContainerEdits:
 
 def device_nodes_step(context: AllocationContext) -> ContainerEdits:
     """The control nodes, then each device's nodes: /dev/nvidia<N>, plus the two MIG capability nodes."""
-    paths = list(CONTROL_DEVICE_NODES)
+    root = context.options.dev_root
+    nodes = {node.container_path: node for node in _nodes(CONTROL_DEVICE_NODES, root)}
     for device in context.physical:
-        paths.append(device.gpu.device_path)
-        if device.mig is not None:
-            paths.append(f"/dev/nvidia-caps/nvidia-cap{device.mig.gi_cap_minor}")
-            paths.append(f"/dev/nvidia-caps/nvidia-cap{device.mig.ci_cap_minor}")
-    root = context.options.dev_root.rstrip("/")
-    nodes = tuple(DeviceNode(path, root + path) for path in dict.fromkeys(paths))
-    return ContainerEdits(device_nodes=nodes)
+        mig = device.mig
+        paths = (device.gpu.device_path,)
+        if mig is not None:
+            paths += (
+                f"/dev/nvidia-caps/nvidia-cap{mig.gi_cap_minor}",
+                f"/dev/nvidia-caps/nvidia-cap{mig.ci_cap_minor}",
+            )
+        for node in _nodes(paths, root):
+            nodes.setdefault(node.container_path, node)
+    return ContainerEdits(device_nodes=tuple(nodes.values()))
+
+
+@lru_cache(maxsize=4096)
+def _nodes(container_paths: tuple[str, ...], dev_root: str) -> tuple[DeviceNode, ...]:
+    # Allocate sits on the kubelet's admission path: build each node's spec once, not per call.
+    root = dev_root.rstrip("/")
+    return tuple(DeviceNode(path, root + path) for path in container_paths)

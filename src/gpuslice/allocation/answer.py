@@ -44,6 +44,8 @@ class ContainerEdits:
     cdi_devices: tuple[str, ...] = ()
 
     def merged(self, later: ContainerEdits) -> ContainerEdits:
+        if not (self.envs or self.mounts or self.device_nodes or self.annotations or self.cdi_devices):
+            return later
         return ContainerEdits(
             envs={**self.envs, **later.envs},
             mounts=_first_by_path(self.mounts + later.mounts),

@@ -18,6 +18,7 @@ from gpuslice.gpu import (
     assign_placements,
     catalogue_for,
 )
+from gpuslice.topology import TopologySpecError, topology_from_spec
 
 # Namespace for deterministic fake UUIDs: the same spec always yields the same IDs.
 _UUID_NAMESPACE = uuid.UUID("5b1c2c6e-8a51-4bd4-9a51-6770757c6963")
@@ -122,6 +123,11 @@ def parse_node_spec(data: Any, source: str = "<node spec>") -> NodeSpec:
     topology = data.get("topology")
     if topology is not None and not isinstance(topology, dict):
         raise NodeSpecError(f"{source}: topology: must be a mapping")
+    if topology is not None:
+        try:  # validate now, so a bad section is refused with the rest of the spec
+            topology_from_spec(topology, node.gpus)
+        except TopologySpecError as exc:
+            raise NodeSpecError(f"{source}: {exc}") from exc
     return NodeSpec(node, Path(health) if health else None, topology, source, dict(data))
 
 
