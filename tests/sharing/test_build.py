@@ -98,8 +98,21 @@ def test_mixed_strategy_warns_about_a_mig_gpu_without_instances() -> None:
         ),
         (
             [H100],
-            "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 2}, {name: gpu, replicas: 3}]}}",
-            "sharing.timeSlicing.resources[1].name",
+            "gpuslice: {honorDevices: true}\n"
+            "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 2, devices: ['1:0']}]}}",
+            "sharing.timeSlicing.resources[0].devices[0]: no device '1:0'",
+        ),
+        (
+            [{**H100, "mig": ["1g.10gb"]}, H100],
+            "flags: {migStrategy: mixed}\ngpuslice: {honorDevices: true}\n"
+            "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 2, devices: [0]}]}}",
+            "sharing.timeSlicing.resources[0].devices[0]: 0 is not a device of nvidia.com/gpu",
+        ),
+        (
+            [{**H100, "mig": ["1g.10gb"]}, H100],
+            "flags: {migStrategy: mixed}\ngpuslice: {honorDevices: true}\nsharing: {timeSlicing: {resources: "
+            "[{name: gpu, replicas: 2, rename: x}, {name: mig-1g.10gb, replicas: 2, rename: x}]}}",
+            "would both be advertised as nvidia.com/x",
         ),
     ],
 )
@@ -111,9 +124,10 @@ def test_impossible_combinations_are_refused(gpus: list[dict[str, Any]], config:
 @pytest.mark.parametrize(
     ("entry", "warning"),
     [
-        ("{name: gpu, rename: my-gpu, replicas: 2}", "resources[0].rename"),
-        ("{name: gpu, devices: [0], replicas: 2}", "resources[0].devices"),
+        ("{name: gpu, rename: my-gpu, replicas: 2}", "Setting the 'rename' field in sharing.timeSlicing.resources"),
+        ("{name: gpu, devices: [0], replicas: 2}", "Customizing the 'devices' field in sharing.timeSlicing"),
         ("{name: mig-1g.10gb, replicas: 2}", "no device is advertised as nvidia.com/mig-1g.10gb"),
+        ("{name: gpu, replicas: 2}, {name: gpu, replicas: 3}", "resources[1]: no unshared device of nvidia.com/gpu"),
     ],
 )
 def test_ignored_keys_warn_and_name_the_key(entry: str, warning: str) -> None:
@@ -176,3 +190,40 @@ def test_allocation_policy_comes_from_the_config() -> None:
 def test_every_isolation_has_a_strength_and_a_reason(isolation: Isolation) -> None:
     assert isolation.strength in ("strong", "partial", "none")
     assert isolation.why and "\n" not in isolation.why
+
+
+A100 = {"model": "NVIDIA A100-SXM4-40GB", "memory_mib": 40960, "compute_capability": "8.0"}
+HONOUR = "gpuslice: {honorDevices: true}\n"
+
+
+def test_extension_shares_some_gpus_and_keeps_the_others_whole() -> None:
+    config = (
+        HONOUR + "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 4, devices: [0, 1], rename: gpu.shared}]}}"
+    )
+    plan = build_resources(preset("h100x4"), parse_config_text(config).config)
+    assert [(r.name, len(r.devices), r.isolation) for r in plan.resources] == [
+        ("nvidia.com/gpu", 2, Isolation.EXCLUSIVE),
+        ("nvidia.com/gpu.shared", 8, Isolation.NONE),
+    ]
+    assert {d.gpu.index for d in plan.resource("nvidia.com/gpu.shared").devices} == {0, 1}
+    assert plan.resource("nvidia.com/gpu.shared").derivation == "2 GPUs x 4 replicas = 8"
+
+
+def test_extension_replica_counts_per_model_in_one_resource() -> None:
+    node = node_of({**H100, "count": 2}, {**A100, "count": 2})
+    config = HONOUR + (
+        "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 4, model: '*H100*'}, {name: gpu, replicas: 2}]}}"
+    )
+    resource = build_resources(node, parse_config_text(config).config).resources[0]
+    per_gpu = {gpu.index: len(resource.replicas_of[gpu.uuid]) for gpu in node.gpus}
+    assert per_gpu == {0: 4, 1: 4, 2: 2, 3: 2}
+    assert resource.derivation == "2 GPUs x 4 replicas + 2 GPUs x 2 replicas = 12"
+    assert resource.replicas == 4
+
+
+def test_extension_count_and_partial_sharing_under_one_name() -> None:
+    config = HONOUR + "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 2, devices: 1}]}}"
+    resource = build_resources(preset("h100x4"), parse_config_text(config).config).resources[0]
+    assert [d.id.count("::") for d in resource.devices] == [1, 1, 0, 0, 0]
+    assert resource.derivation == "1 GPU x 2 replicas + 3 GPUs, one device each = 5"
+    assert resource.isolation is Isolation.NONE, "the resource as a whole: its weakest device"

@@ -14,7 +14,13 @@ def pod(gpu: float, cpu_milli: int = 1000, memory_mib: int = 1024) -> PodSpec:
 
 
 def job(
-    job_id: str, gpu: float, submit: float = 0.0, duration: float = 10.0, pods: int = 1, gang: bool = False, priority: int = 0
+    job_id: str,
+    gpu: float,
+    submit: float = 0.0,
+    duration: float = 10.0,
+    pods: int = 1,
+    gang: bool = False,
+    priority: int = 0,
 ) -> JobSpec:
     return JobSpec(job_id, submit, duration, (pod(gpu),) * pods, priority=priority, gang=gang)
 

@@ -79,7 +79,9 @@ def test_jobs_that_can_never_fit_are_rejected() -> None:
 
 def test_evict_requeues_a_running_job_and_releases_its_gpus() -> None:
     spec = cluster("1xdgx-h100")
-    engine = Engine(spec, [job("victim", 8, duration=100), job("vip", 8, submit=10, duration=5, priority=9)], make_policy("gang"))
+    engine = Engine(
+        spec, [job("victim", 8, duration=100), job("vip", 8, submit=10, duration=5, priority=9)], make_policy("gang")
+    )
 
     def preempt(e: Engine) -> None:
         e.evict(e.runs[0])

@@ -64,7 +64,9 @@ def test_topology_aware_keeps_a_gang_inside_one_island() -> None:
     s = occupied("4xdgx-h100;island=2", [0, 4, 0, 0])
     bindings = make_policy("topology-aware").place([pod(8)] * 2, job("g", 8, pods=2, gang=True), s)
     assert bindings is not None and sorted(b.node for b in bindings) == [2, 3]
-    spread = make_policy("gang").place([pod(8)] * 2, job("g", 8, pods=2, gang=True), occupied("4xdgx-h100;island=2", [0, 4, 0, 0]))
+    spread = make_policy("gang").place(
+        [pod(8)] * 2, job("g", 8, pods=2, gang=True), occupied("4xdgx-h100;island=2", [0, 4, 0, 0])
+    )
     assert spread is not None and {int(s.island_of[b.node]) for b in spread} == {0, 1}
 
 

@@ -15,7 +15,9 @@ from gpuslice.sim.runs import JobStatus
 GPU_AMOUNTS = [0, 0.25, 0.5, 0.75, 1, 2, 3, 4, 8]
 
 clusters = st.builds(
-    lambda big, small, island: parse_cluster(f"{big}xdgx-h100+{small}xh100x4;island={island}" if big else f"{small}xh100x4;island={island}"),
+    lambda big, small, island: parse_cluster(
+        f"{big}xdgx-h100+{small}xh100x4;island={island}" if big else f"{small}xh100x4;island={island}"
+    ),
     st.integers(0, 2),
     st.integers(1, 2),
     st.integers(1, 2),

@@ -155,7 +155,7 @@ def recommend(needs: TenantNeeds, gpu: GpuFacts) -> Recommendation:
     if needs.latency == "sensitive":
         if mig is not None:
             return _mig(needs, gpu, "latency-mig", mig, mig_note)
-        return _mps_or_whole(needs, gpu, fit, (mig_note, memory_note))
+        return _mps(needs, gpu, fit, mig_note, memory_note)
     replicas = min(needs.per_gpu, fit)
     warnings = _fewer_than_asked(needs.per_gpu, replicas, memory_note)
     return Recommendation(
@@ -250,9 +250,9 @@ def _mig(needs: TenantNeeds, gpu: GpuFacts, rule: str, plan: MigPlan, note: str)
     )
 
 
-def _mps_or_whole(needs: TenantNeeds, gpu: GpuFacts, fit: int, notes: tuple[str, str]) -> Recommendation:
+def _mps(needs: TenantNeeds, gpu: GpuFacts, fit: int, mig_note: str, memory_note: str) -> Recommendation:
     replicas = min(needs.per_gpu, fit, gpu.mps_max_clients)
-    limits = [notes[1]] if fit < needs.per_gpu else []
+    limits = [memory_note] if fit < needs.per_gpu else []
     if gpu.mps_max_clients < needs.per_gpu:
         limits.append(f"MPS allows {gpu.mps_max_clients} clients per GPU on compute capability {_cc(gpu)}")
     warnings = _fewer_than_asked(needs.per_gpu, replicas, "; ".join(limits))
@@ -270,7 +270,7 @@ def _mps_or_whole(needs: TenantNeeds, gpu: GpuFacts, fit: int, notes: tuple[str,
         gpus_per_workload=1,
         resource_name=SHARED_RESOURCE,
         reasons=(
-            notes[0],
+            mig_note,
             "MPS runs the tenant's kernels side by side instead of taking turns, which keeps latency down",
             f"each client is capped at {plan.pinned_memory_limit_mib} MiB and {plan.active_thread_percentage}% "
             "of the SMs",

@@ -13,7 +13,14 @@ from gpuslice.allocation.allocate import (
     validate_request,
     visible_devices_step,
 )
-from gpuslice.allocation.answer import AllocationAnswer, ContainerAllocation, ContainerEdits, DeviceNode, Mount
+from gpuslice.allocation.answer import (
+    AllocationAnswer,
+    ContainerAllocation,
+    ContainerEdits,
+    DeviceNode,
+    Mount,
+    combine,
+)
 from gpuslice.allocation.errors import (
     MAX_DEVICE_ID_LENGTH,
     AllocationError,
@@ -60,6 +67,7 @@ __all__ = [
     "WholeGpuRule",
     "allocate",
     "allocate_container",
+    "combine",
     "device_nodes_step",
     "in_advertised_order",
     "preferred_allocation",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Literal
 
-from gpuslice.allocation.answer import AllocationAnswer, ContainerAllocation, ContainerEdits, DeviceNode
+from gpuslice.allocation.answer import AllocationAnswer, ContainerAllocation, ContainerEdits, DeviceNode, combine
 from gpuslice.allocation.errors import (
     MAX_DEVICE_ID_LENGTH,
     DuplicateDevice,
@@ -19,7 +19,7 @@ from gpuslice.allocation.errors import (
     UnknownDevice,
 )
 from gpuslice.config import Config
-from gpuslice.sharing import AdvertisedDevice, Resource, is_replica, physical_id
+from gpuslice.sharing import AdvertisedDevice, Resource, is_replica, physical_id, weakest
 
 VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
 CONTROL_DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
@@ -61,7 +61,6 @@ class AllocateOptions:
 
 
 DEFAULT_OPTIONS = AllocateOptions()
-EMPTY_EDITS = ContainerEdits()
 
 
 def validate_request(
@@ -96,7 +95,7 @@ def validate_request(
 def _unknown(resource: Resource, device_id: str) -> UnknownDevice:
     physical = physical_id(device_id)
     replicas = resource.replicas_of.get(physical)
-    if replicas is not None and is_replica(device_id) and resource.replicas > 1:
+    if replicas is not None and is_replica(device_id) and replicas[0].replica is not None:
         return TooManyReplicas(resource.name, device_id, physical, len(replicas))
     return UnknownDevice(resource.name, device_id)
 
@@ -115,15 +114,13 @@ def allocate_container(
         first.setdefault(device.physical_id, device)
     options = options or DEFAULT_OPTIONS
     context = AllocationContext(resource, devices, tuple(first.values()), options)
-    edits = EMPTY_EDITS
-    for step in options.steps:
-        edits = edits.merged(step(context))
+    edits = combine([step(context) for step in options.steps])
     return ContainerAllocation(
         resource=resource.name,
         device_ids=tuple(device_ids),
         physical_ids=tuple(first),
         edits=edits,
-        isolation=resource.isolation,
+        isolation=weakest(device.isolation for device in devices),
     )
 
 
@@ -158,7 +155,7 @@ def device_nodes_step(context: AllocationContext) -> ContainerEdits:
     nodes = {node.container_path: node for node in _nodes(CONTROL_DEVICE_NODES, root)}
     for device in context.physical:
         mig = device.mig
-        paths = (device.gpu.device_path,)
+        paths: tuple[str, ...] = (device.gpu.device_path,)
         if mig is not None:
             paths += (
                 f"/dev/nvidia-caps/nvidia-cap{mig.gi_cap_minor}",

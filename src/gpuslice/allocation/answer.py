@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from gpuslice.sharing import Isolation
 
@@ -25,9 +25,6 @@ class Mount:
     read_only: bool = False
 
 
-_Keyed = TypeVar("_Keyed", Mount, DeviceNode)
-
-
 @dataclass(frozen=True)
 class ContainerEdits:
     """What one step of the Allocate pipeline adds to a container.
@@ -44,22 +41,25 @@ class ContainerEdits:
     cdi_devices: tuple[str, ...] = ()
 
     def merged(self, later: ContainerEdits) -> ContainerEdits:
-        if not (self.envs or self.mounts or self.device_nodes or self.annotations or self.cdi_devices):
-            return later
-        return ContainerEdits(
-            envs={**self.envs, **later.envs},
-            mounts=_first_by_path(self.mounts + later.mounts),
-            device_nodes=_first_by_path(self.device_nodes + later.device_nodes),
-            annotations={**self.annotations, **later.annotations},
-            cdi_devices=tuple(dict.fromkeys(self.cdi_devices + later.cdi_devices)),
-        )
+        return combine((self, later))
 
 
-def _first_by_path(items: tuple[_Keyed, ...]) -> tuple[_Keyed, ...]:
-    seen: dict[str, _Keyed] = {}
-    for item in items:
-        seen.setdefault(item.container_path, item)
-    return tuple(seen.values())
+def combine(parts: Iterable[ContainerEdits]) -> ContainerEdits:
+    """Merge the edits of several steps, in order, by ContainerEdits' rules (one pass: Allocate is hot)."""
+    envs: dict[str, str] = {}
+    mounts: dict[str, Mount] = {}
+    nodes: dict[str, DeviceNode] = {}
+    annotations: dict[str, str] = {}
+    cdi: dict[str, None] = {}
+    for part in parts:
+        envs.update(part.envs)
+        for mount in part.mounts:
+            mounts.setdefault(mount.container_path, mount)
+        for node in part.device_nodes:
+            nodes.setdefault(node.container_path, node)
+        annotations.update(part.annotations)
+        cdi.update(dict.fromkeys(part.cdi_devices))
+    return ContainerEdits(envs, tuple(mounts.values()), tuple(nodes.values()), annotations, tuple(cdi))
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from gpuslice.sim.compare import DEFAULT_POLICIES, compare as run_comparison
+from gpuslice.sim.compare import DEFAULT_POLICIES
+from gpuslice.sim.compare import compare as run_comparison
 from gpuslice.sim.engine import SimConfig
 from gpuslice.sim.model import SimModelError
 from gpuslice.sim.policies import POLICIES
@@ -83,7 +84,7 @@ def compare(
         if by_size:
             console.print(wait_by_size_table(comparison))
     if json_target:
-        write_json(comparison, json_target, click.get_text_stream("stdout"))
+        write_json(comparison, json_target)
     if plot_path:
         plot_comparison(comparison, plot_path)
         status.print(f"plot written to {plot_path}")

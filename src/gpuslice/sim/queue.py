@@ -164,7 +164,9 @@ class PendingQueue:
         while True:
             if self._revived:  # (re)build the heads from every live bucket
                 self._revived = False
-                heads = [(heap[0][0], heap[0][1], key) for key, heap in self._buckets.items() if key[0] not in self._dead]
+                heads = [
+                    (heap[0][0], heap[0][1], key) for key, heap in self._buckets.items() if key[0] not in self._dead
+                ]
                 heapq.heapify(heads)
             if not heads:
                 return placed
@@ -200,7 +202,7 @@ class PendingQueue:
         """Every unit in queue order, no shape skipped: slow, and the yardstick the fast pass must equal."""
         placed = 0
         entries = sorted((entry[0], entry[1], key) for key, heap in self._buckets.items() for entry in heap)
-        for sort_key, counter, bucket_key in entries:
+        for _key, counter, bucket_key in entries:
             heap = self._buckets[bucket_key]
             position = next(i for i, entry in enumerate(heap) if entry[1] == counter)
             if try_place(heap[position][2]):

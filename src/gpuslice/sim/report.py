@@ -50,7 +50,9 @@ HEADERS = (
 def _title(comparison: Comparison) -> str:
     trace = comparison.trace
     cluster = trace.cluster_text or trace.cluster.description
-    return f"{trace.name}: {len(trace.jobs)} jobs on {trace.cluster.total_gpus} GPUs ({cluster}), seed {comparison.seed}"
+    return (
+        f"{trace.name}: {len(trace.jobs)} jobs on {trace.cluster.total_gpus} GPUs ({cluster}), seed {comparison.seed}"
+    )
 
 
 def _cells(result: SimResult) -> list[str]:

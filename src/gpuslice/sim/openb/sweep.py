@@ -93,7 +93,7 @@ def run_sweep(
                 progress(records[-1])
         return records
     # fork: workers inherit the loaded traces; the longest runs (FGD) go first to balance the pool
-    ranked = sorted(range(len(todo)), key=lambda i: todo[i].policy not in ("fgd", "ours"))
+    ranked = sorted(range(len(todo)), key=lambda i: not todo[i].policy.startswith("fgd"))
     results: dict[int, dict[str, Any]] = {}
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context) as pool:

@@ -31,4 +31,13 @@ def make_policy(name: str) -> PlacementPolicy:
     return factory()
 
 
-__all__ = ["POLICIES", "BestFit", "FirstFit", "Gang", "PlacementPolicy", "TopologyAware", "UnknownPolicy", "make_policy"]
+__all__ = [
+    "POLICIES",
+    "BestFit",
+    "FirstFit",
+    "Gang",
+    "PlacementPolicy",
+    "TopologyAware",
+    "UnknownPolicy",
+    "make_policy",
+]

@@ -54,7 +54,7 @@ def build_adversarial(seed: int, params: Mapping[str, str]) -> Trace:
     unknown = set(params) - {"pairs"}
     if unknown:
         raise TraceError(f"adversarial: unknown parameter(s) {sorted(unknown)}; known: pairs")
-    try:
-        return adversarial(int(params.get("pairs", "8")))
-    except ValueError:
-        raise TraceError(f"adversarial: pairs must be an integer, got {params['pairs']!r}") from None
+    text = params.get("pairs", "8")
+    if not text.isdigit():
+        raise TraceError(f"adversarial: pairs must be a whole number, got {text!r}")
+    return adversarial(int(text))

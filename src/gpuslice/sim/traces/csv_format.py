@@ -26,7 +26,19 @@ from gpuslice.sim.model import JobSpec, PodSpec, SimModelError
 from gpuslice.sim.traces.trace import Trace, TraceError
 
 FORMAT_VERSION = "1"
-COLUMNS = ("job_id", "submit", "duration", "pods", "gpu", "cpu_milli", "memory_mib", "priority", "tenant", "gang", "gpu_model")
+COLUMNS = (
+    "job_id",
+    "submit",
+    "duration",
+    "pods",
+    "gpu",
+    "cpu_milli",
+    "memory_mib",
+    "priority",
+    "tenant",
+    "gang",
+    "gpu_model",
+)
 REQUIRED = ("job_id", "submit", "duration", "pods", "gpu")
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no", ""}
@@ -87,7 +99,9 @@ def parse_trace(text: str, source: str = "<trace>", default_name: str = "trace")
         values = next(csv.reader([line]))
         if len(values) != len(columns):
             raise TraceError(f"{source}:{number}: {len(values)} values for {len(columns)} columns")
-        _add_row(jobs, dict(zip(columns, (value.strip() for value in values), strict=True)), f"{source}:{number}", number)
+        _add_row(
+            jobs, dict(zip(columns, (value.strip() for value in values), strict=True)), f"{source}:{number}", number
+        )
     try:
         specs = tuple(
             JobSpec(job_id, job.submit, job.duration, tuple(job.pods), job.priority, job.tenant, job.gang)
@@ -108,21 +122,21 @@ def _add_row(jobs: dict[str, _PendingJob], row: dict[str, str], where: str, numb
     job_id = row["job_id"]
     if not job_id:
         raise TraceError(f"{where}: job_id: must not be empty")
-    submit = _number(row, "submit", where, float)
-    duration = _number(row, "duration", where, float)
-    pods = _number(row, "pods", where, int)
+    submit = _float(row, "submit", where)
+    duration = _float(row, "duration", where)
+    pods = _int(row, "pods", where)
     if pods < 1:
         raise TraceError(f"{where}: pods: must be at least 1, got {pods}")
     gang_text = row.get("gang", "").lower()
     if gang_text not in _TRUE | _FALSE:
         raise TraceError(f"{where}: gang: must be true or false, got {row['gang']!r}")
-    priority = _number(row, "priority", where, int, default=0)
+    priority = _int(row, "priority", where, default=0)
     tenant = row.get("tenant") or "default"
     try:
         pod = PodSpec.of(
-            _number(row, "gpu", where, float),
-            cpu_milli=_number(row, "cpu_milli", where, int, default=1000),
-            memory_mib=_number(row, "memory_mib", where, int, default=1024),
+            _float(row, "gpu", where),
+            cpu_milli=_int(row, "cpu_milli", where, default=1000),
+            memory_mib=_int(row, "memory_mib", where, default=1024),
             gpu_model=row.get("gpu_model") or None,
         )
     except SimModelError as exc:
@@ -141,14 +155,21 @@ def _add_row(jobs: dict[str, _PendingJob], row: dict[str, str], where: str, numb
     job.pods.extend([pod] * pods)
 
 
-def _number(row: dict[str, str], column: str, where: str, kind: type[int] | type[float], default: int | None = None) -> int | float:
+def _float(row: dict[str, str], column: str, where: str) -> float:
+    try:
+        return float(row.get(column, ""))
+    except ValueError:
+        raise TraceError(f"{where}: {column}: not a number: {row.get(column, '')!r}") from None
+
+
+def _int(row: dict[str, str], column: str, where: str, default: int | None = None) -> int:
     text = row.get(column, "")
     if text == "" and default is not None:
         return default
     try:
-        return kind(text)
+        return int(text)
     except ValueError:
-        raise TraceError(f"{where}: {column}: not a number: {text!r}") from None
+        raise TraceError(f"{where}: {column}: not a whole number: {text!r}") from None
 
 
 def write_trace(trace: Trace, stream: TextIO) -> None:
@@ -168,8 +189,19 @@ def write_trace(trace: Trace, stream: TextIO) -> None:
                 groups.append((pod, 1))
         for pod, count in groups:
             writer.writerow(
-                (job.job_id, _text(job.submit), _text(job.duration), count, _text(pod.gpus), pod.cpu_milli,
-                 pod.memory_mib, job.priority, job.tenant, str(job.gang).lower(), pod.gpu_model or "")
+                (
+                    job.job_id,
+                    _text(job.submit),
+                    _text(job.duration),
+                    count,
+                    _text(pod.gpus),
+                    pod.cpu_milli,
+                    pod.memory_mib,
+                    job.priority,
+                    job.tenant,
+                    str(job.gang).lower(),
+                    pod.gpu_model or "",
+                )
             )
 
 

@@ -85,7 +85,7 @@ class SyntheticParams:
     def validate(self) -> None:
         if self.jobs < 1 or self.nodes < 1 or self.island < 1 or self.tenants < 1:
             raise TraceError("synthetic: jobs, nodes, island and tenants must be at least 1")
-        if not 0 < self.load:
+        if not self.load > 0:
             raise TraceError(f"synthetic: load must be positive, got {self.load}")
         if not 0 < self.duration_min < self.duration_max:
             raise TraceError("synthetic: need 0 < duration_min < duration_max")

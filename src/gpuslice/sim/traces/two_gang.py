@@ -35,7 +35,7 @@ def build_two_gang(seed: int, params: Mapping[str, str]) -> Trace:
     unknown = set(params) - {"nodes"}
     if unknown:
         raise TraceError(f"two-gang: unknown parameter(s) {sorted(unknown)}; known: nodes")
-    try:
-        return two_gang(int(params.get("nodes", "8")))
-    except ValueError:
-        raise TraceError(f"two-gang: nodes must be an integer, got {params['nodes']!r}") from None
+    text = params.get("nodes", "8")
+    if not text.isdigit():
+        raise TraceError(f"two-gang: nodes must be a whole number, got {text!r}")
+    return two_gang(int(text))

@@ -13,8 +13,10 @@ from gpuslice.sim.openb.policies.heuristics import (
     PackingPolicy,
     RandomPolicy,
 )
+from gpuslice.sim.openb.policies.ours import CpuAwareFgdPolicy
 
 PAPER_POLICIES = ("random", "dotprod", "clustering", "packing", "bestfit", "fgd")
+OUR_POLICIES = ("fgd-cpu",)
 
 FACTORIES: dict[str, Callable[[PolicyContext], Policy]] = {
     "random": RandomPolicy,
@@ -23,6 +25,7 @@ FACTORIES: dict[str, Callable[[PolicyContext], Policy]] = {
     "packing": PackingPolicy,
     "bestfit": BestFitPolicy,
     "fgd": FgdPolicy,
+    "fgd-cpu": CpuAwareFgdPolicy,
 }
 
 
@@ -34,4 +37,4 @@ def make_policy(name: str, context: PolicyContext) -> Policy:
     return factory(context)
 
 
-__all__ = ["FACTORIES", "PAPER_POLICIES", "Placement", "Policy", "PolicyContext", "make_policy"]
+__all__ = ["FACTORIES", "OUR_POLICIES", "PAPER_POLICIES", "Placement", "Policy", "PolicyContext", "make_policy"]

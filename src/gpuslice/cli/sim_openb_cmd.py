@@ -1,0 +1,148 @@
+"""`gpuslice sim openb` and `gpuslice sim openb-report`: the FGD paper's protocol on the Alibaba openb trace."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from gpuslice.sim.openb.policies import OUR_POLICIES, PAPER_POLICIES
+from gpuslice.sim.openb.protocol import DEFAULT_RATIO
+from gpuslice.sim.openb.trace import TraceError, list_workloads, resolve_trace_dir
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _sweep_options(default_policies: str) -> Callable[[F], F]:
+    def decorate(function: F) -> F:
+        options = [
+            click.option(
+                "--workload",
+                "workloads",
+                default="default",
+                show_default=True,
+                help="Pod list(s): default, cpu050, gpushare40, ... comma-separated, or 'all'.",
+            ),
+            click.option("--policies", default=default_policies, show_default=True, help="Comma-separated policies."),
+            click.option("--seeds", default="42-51", show_default=True, help="Seeds: 42-51, 42,44 or 7."),
+            click.option("--ratio", type=float, default=DEFAULT_RATIO, show_default=True, help="Inflation target."),
+            click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Processes."),
+            click.option(
+                "--trace-dir",
+                type=click.Path(file_okay=False, path_type=Path),
+                default=None,
+                help="Folder of openb CSVs [default: $GPUSLICE_OPENB_DIR, else ../shared/traces/openb].",
+            ),
+        ]
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return decorate
+
+
+def _run(workloads: str, policies: str, seeds: str, ratio: float, jobs: int, trace_dir: Path | None) -> list[Any]:
+    from gpuslice.sim.openb.sweep import parse_policies, parse_seeds, run_sweep
+
+    try:
+        folder = resolve_trace_dir(trace_dir)
+        names = list_workloads(folder) if workloads == "all" else [w.strip() for w in workloads.split(",") if w.strip()]
+        return run_sweep(
+            names,
+            parse_policies(policies),
+            parse_seeds(seeds),
+            ratio=ratio,
+            trace_dir=folder,
+            jobs=jobs,
+            progress=lambda r: click.echo(
+                f"  {r['workload']:<12} {r['policy']:<10} seed {r['seed']:<4} "
+                f"unallocated {r['unallocated_gpu_pct_at_100']:6.2f} % @100  {r['unallocated_gpu_pct_at_130']:6.2f} % @130"
+                f"  ({r['placement_seconds']:.2f} s)",
+                err=True,
+            ),
+        )
+    except (TraceError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+
+
+def _summary(records: list[Any]) -> list[str]:
+    from gpuslice.sim.openb.metrics import seed_stat
+
+    lines = [f"{'workload':<12} {'policy':<10} {'seeds':>5} {'unalloc@100 %':>15} {'unalloc@130 %':>15} {'s/run':>6}"]
+    keys = list(dict.fromkeys((r["workload"], r["policy"]) for r in records))
+    for workload, policy in keys:
+        runs = [r for r in records if r["workload"] == workload and r["policy"] == policy]
+        a, b = seed_stat(runs, "unallocated_gpu_pct", 100), seed_stat(runs, "unallocated_gpu_pct", 130)
+        seconds = sum(r["placement_seconds"] for r in runs) / len(runs)
+        lines.append(
+            f"{workload:<12} {policy:<10} {len(runs):>5} {a.mean:8.2f} ± {a.sd:4.2f} {b.mean:8.2f} ± {b.sd:4.2f} {seconds:6.2f}"
+        )
+    return lines
+
+
+@click.command("openb")
+@_sweep_options(",".join(PAPER_POLICIES))
+@click.option("--json", "json_path", default=None, metavar="FILE|-", help="Write one record per (workload, policy, seed) to FILE, or - for stdout.")
+def openb(
+    workloads: str, policies: str, seeds: str, ratio: float, jobs: int, trace_dir: Path | None, json_path: str | None
+) -> None:
+    """Run the FGD paper's inflation protocol and report unallocated GPUs by policy and seed."""
+    started = time.perf_counter()
+    records = _run(workloads, policies, seeds, ratio, jobs, trace_dir)
+    if json_path == "-":
+        json.dump(records, sys.stdout)
+        sys.stdout.write("\n")
+    elif json_path:
+        target = Path(json_path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(records) + "\n")
+    for line in _summary(records):
+        click.echo(line, err=json_path == "-")
+    click.echo(f"{len(records)} runs in {time.perf_counter() - started:.1f} s", err=json_path == "-")
+
+
+@click.command("openb-report")
+@_sweep_options(",".join((*PAPER_POLICIES, *OUR_POLICIES)))
+@click.option(
+    "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Read records from FILE instead of running."
+)
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write curves (PNG).")
+def openb_report(
+    workloads: str,
+    policies: str,
+    seeds: str,
+    ratio: float,
+    jobs: int,
+    trace_dir: Path | None,
+    json_path: Path | None,
+    plot_path: Path | None,
+) -> None:
+    """Print our table beside the published one (default trace) and draw the curves."""
+    from rich.console import Console
+
+    from gpuslice.sim.openb.report import plot_curves, render
+
+    if json_path is not None:
+        try:
+            records = json.loads(json_path.read_text())
+        except (OSError, ValueError) as error:
+            raise click.ClickException(f"cannot read records from {json_path}: {error}") from None
+        if not isinstance(records, list) or not records:
+            raise click.ClickException(f"{json_path} holds no records (expected the list written by `sim openb --json`)")
+    else:
+        records = _run(workloads, policies, seeds, ratio, jobs, trace_dir)
+    console = Console()
+    if not console.is_terminal:  # files and pipes get the whole table, not an 80-column squeeze
+        console = Console(width=220)
+    render(records, console)
+    if plot_path is not None:
+        workload = "default" if any(r["workload"] == "default" for r in records) else records[0]["workload"]
+        try:
+            click.echo(f"curves written to {plot_curves(records, plot_path, workload)}")
+        except ValueError as error:
+            raise click.ClickException(str(error)) from None

@@ -1,0 +1,176 @@
+"""A running plugin process: manager, kubelet watch, health loop and metrics, started and stopped in order."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable, Mapping
+from types import FrameType
+
+from gpuslice.plugin.health_loop import HealthLoop
+from gpuslice.plugin.kubelet_watch import POLL_INTERVAL_S, KubeletWatcher
+from gpuslice.plugin.manager import PluginManager
+from gpuslice.plugin.metrics import MetricsServer, PluginMetrics
+
+log = logging.getLogger("gpuslice.plugin")
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+ShutdownHook = Callable[[], None]
+
+
+def device_counts(manager: PluginManager) -> dict[str, tuple[int, int]]:
+    """Resource -> (advertised, healthy) devices, as the next ListAndWatch message would say."""
+    counts: dict[str, tuple[int, int]] = {}
+    for resource in manager.resources:
+        unhealthy = manager.health.unhealthy_ids(resource)
+        counts[resource.name] = (len(resource.devices), len(resource.devices) - len(unhealthy))
+    return counts
+
+
+class PluginRuntime:
+    """Owns everything one `gpuslice plugin` process runs.
+
+    start(): metrics server (so probes answer from the first second), health loop (primed before any
+    registration, so no event after it is missed), then serving and registering through the kubelet
+    watcher, which keeps retrying with backoff while the kubelet is absent. stop(): the reverse, then
+    the shutdown hooks (MPS daemons and the like) last-added first. Both are idempotent.
+    """
+
+    def __init__(
+        self,
+        manager: PluginManager,
+        *,
+        health_loop: HealthLoop | None = None,
+        metrics: PluginMetrics | None = None,
+        metrics_port: int | None = None,
+        metrics_address: str = "",
+        poll_interval_s: float = POLL_INTERVAL_S,
+    ) -> None:
+        self.manager = manager
+        self.health_loop = health_loop
+        self.metrics = metrics or PluginMetrics()
+        self.metrics.watch_devices(lambda: device_counts(self.manager))
+        self.metrics_server = (
+            MetricsServer(self.metrics, metrics_port, metrics_address, self.alive, self.ready)
+            if metrics_port is not None
+            else None
+        )
+        self.watcher = (
+            KubeletWatcher(
+                manager.kubelet_socket,
+                manager,
+                poll_interval_s=poll_interval_s,
+                on_registered=self._registered,
+                on_failure=lambda exc: self.metrics.registration_failed(),
+            )
+            if manager.kubelet_socket is not None
+            else None
+        )
+        self._hooks: list[ShutdownHook] = []
+        self._lock = threading.Lock()
+        self._started = False
+        self._stopped = False
+
+    def add_shutdown_hook(self, hook: ShutdownHook) -> None:
+        """Run `hook` at stop(), after the servers are down (e.g. stop MPS control daemons)."""
+        with self._lock:
+            self._hooks.append(hook)
+
+    def start(self) -> None:
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        if self.metrics_server is not None:
+            self.metrics_server.start()
+        if self.health_loop is not None:
+            self.health_loop.start()
+        if self.watcher is not None:
+            self.watcher.start()
+        else:
+            self.manager.start()
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            hooks, self._hooks = list(self._hooks), []
+        if self.watcher is not None:
+            self.watcher.stop()
+        if self.health_loop is not None:
+            self.health_loop.stop()
+        self.manager.stop()
+        for hook in reversed(hooks):
+            try:
+                hook()
+            except Exception:  # one failing hook must not keep the others (or the exit) from happening
+                log.exception("shutdown hook %r failed", hook)
+        if self.metrics_server is not None:
+            self.metrics_server.stop()
+
+    def ready(self) -> tuple[bool, str]:
+        """/readyz: every resource is served and registered with the kubelet."""
+        if self._stopped:
+            return False, "shutting down"
+        if self.watcher is not None and not self.watcher.registered:
+            return False, f"not registered with the kubelet at {self.manager.kubelet_socket}"
+        if self.resources_expected() and not self.manager.running:
+            return False, "not serving"
+        return True, "ok"
+
+    def alive(self) -> tuple[bool, str]:
+        """/healthz: the background threads that must run are running."""
+        if self.health_loop is not None and not self.health_loop.alive:
+            return False, "health loop stopped"
+        return True, "ok"
+
+    def resources_expected(self) -> bool:
+        return bool(self.manager.resources)
+
+    def _registered(self) -> None:
+        names = [resource.name for resource in self.manager.resources]
+        self.metrics.registered(names)
+        if self.watcher is not None and self.watcher.registrations > 1:
+            self.metrics.kubelet_restarts.inc()
+
+
+def run_until_signalled(
+    runtime: PluginRuntime,
+    ready: Callable[[], None] | None = None,
+    handlers: Mapping[signal.Signals, Callable[[], None]] | None = None,
+) -> signal.Signals:
+    """Start, wait for SIGTERM, SIGINT or SIGQUIT, stop; returns the signal. Must run on the main thread.
+
+    `handlers` adds signals that run a callback on this thread and keep running (SIGHUP reload, for one).
+    """
+    wake = threading.Event()
+    received: list[signal.Signals] = []
+    extra = dict(handlers or {})
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        received.append(signal.Signals(signum))
+        wake.set()
+
+    watched = (*STOP_SIGNALS, *extra)
+    previous = {sig: signal.signal(sig, on_signal) for sig in watched}
+    try:
+        runtime.start()
+        if ready is not None:
+            ready()
+        while True:
+            wake.wait()
+            wake.clear()
+            while received:
+                sig = received.pop(0)
+                if sig in extra:
+                    log.info("received %s", sig.name)
+                    extra[sig]()
+                    continue
+                log.info("received %s, shutting down", sig.name)
+                return sig
+    finally:
+        runtime.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

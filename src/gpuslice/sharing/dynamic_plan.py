@@ -1,0 +1,109 @@
+"""`flags.migStrategy: dynamic`: what a node advertises when some GPUs carve MIG instances on demand."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from gpuslice.config import Config
+from gpuslice.gpu import Gpu, Node, catalogue_for
+from gpuslice.sharing.build import build_resources, mig_resource_name
+from gpuslice.sharing.dynamic_mig import slot_id
+from gpuslice.sharing.model import AdvertisedDevice, Resource, SharingError, SharingPlan
+
+DYNAMIC = "dynamic"
+
+
+def dynamic_gpus(node: Node) -> tuple[Gpu, ...]:
+    """MIG-enabled GPUs without a fixed layout (node spec `mig: []`: no instances) whose model has MIG profiles."""
+    return tuple(
+        gpu
+        for gpu in node.gpus
+        if gpu.mig_enabled and not gpu.mig_instances and catalogue_for(gpu.product_name, gpu.memory_mib) is not None
+    )
+
+
+def slot_devices(gpus: Iterable[Gpu]) -> dict[str, tuple[str, list[AdvertisedDevice]]]:
+    """Resource name -> (profile, one device per placement), GPU by GPU, start by start."""
+    by_resource: dict[str, tuple[str, list[AdvertisedDevice]]] = {}
+    for gpu in gpus:
+        catalogue = catalogue_for(gpu.product_name, gpu.memory_mib)
+        if catalogue is None:
+            continue
+        for profile in catalogue.profiles:
+            entry = by_resource.setdefault(mig_resource_name(profile.name), (profile.name, []))
+            for start in profile.starts:
+                device_id = slot_id(gpu.uuid, profile, start)
+                entry[1].append(AdvertisedDevice(id=device_id, physical_id=device_id, gpu=gpu))
+    return by_resource
+
+
+def dynamic_resources(node: Node) -> tuple[Resource, ...]:
+    """One resource per profile the node's dynamic GPUs offer, every placement a device, sorted by name."""
+    resources = []
+    for name, (profile, devices) in sorted(slot_devices(dynamic_gpus(node)).items()):
+        resources.append(
+            Resource(
+                name=name,
+                kind="mig",
+                devices=tuple(devices),
+                mig_profile=profile,
+                base_name=name,
+                derivation=_derivation(profile, devices),
+            )
+        )
+    return tuple(resources)
+
+
+def build_dynamic_plan(node: Node, config: Config) -> SharingPlan:
+    """Whole GPUs and fixed MIG layouts as under `mixed`, plus every placement of the dynamic GPUs.
+
+    A fixed-layout MIG device and the placements of a dynamic GPU with the same profile share one
+    resource. Dynamic placements cannot be replicated: sharing one, or MPS at all, is refused.
+    """
+    slots = dynamic_resources(node)
+    names = {resource.name for resource in slots}
+    if config.sharing.strategy == "mps":
+        raise SharingError("flags.migStrategy=dynamic: sharing with MPS is not supported together with dynamic MIG")
+    replicated = config.sharing.replicated
+    if replicated is not None:
+        for position, entry in enumerate(replicated.resources):
+            if entry.name in names:
+                raise SharingError(
+                    f"sharing.timeSlicing.resources[{position}].name: {entry.name} is a dynamic MIG resource; "
+                    "its placements cannot be shared"
+                )
+    dynamic = {gpu.uuid for gpu in dynamic_gpus(node)}
+    static_node = replace(node, gpus=tuple(gpu for gpu in node.gpus if gpu.uuid not in dynamic))
+    as_mixed = config.model_copy(update={"flags": config.flags.model_copy(update={"mig_strategy": "mixed"})})
+    base = build_resources(static_node, as_mixed) if static_node.gpus else SharingPlan(())
+    by_name = {resource.name: resource for resource in slots}
+    merged = []
+    for resource in base.resources:
+        extra = by_name.pop(resource.name, None)
+        if extra is None:
+            merged.append(resource)
+            continue
+        merged.append(
+            replace(
+                resource,
+                devices=resource.devices + extra.devices,
+                derivation=f"{resource.derivation}; {extra.derivation}",
+            )
+        )
+    merged.extend(by_name.values())
+    return SharingPlan(tuple(sorted(merged, key=_order)), base.warnings)
+
+
+def _order(resource: Resource) -> tuple[int, str]:
+    return (0 if resource.kind == "gpu" else 1, resource.name)
+
+
+def _derivation(profile: str, devices: list[AdvertisedDevice]) -> str:
+    per_gpu: dict[str, int] = {}
+    for device in devices:
+        per_gpu[device.gpu.uuid] = per_gpu.get(device.gpu.uuid, 0) + 1
+    gpus = f"{len(per_gpu)} GPU{'s' if len(per_gpu) != 1 else ''}"
+    counts = sorted(set(per_gpu.values()))
+    each = str(counts[0]) if len(counts) == 1 else "/".join(str(c) for c in counts)
+    return f"{gpus} x {each} placements of {profile} = {len(devices)}"
