@@ -21,13 +21,13 @@ def main() -> None:
         f"offered load {PARAMS.load:g}, generated in {time.perf_counter() - started:.2f} s"
     )
     for name in DEFAULT_POLICIES:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         result = Engine(trace.cluster, trace.jobs, make_policy(name), config=SimConfig(seed=42)).run()
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         goal = GOAL_SECONDS.get(name)
         verdict = "" if goal is None else f"  (goal < {goal:g} s: {'met' if elapsed < goal else 'MISSED'})"
         print(
-            f"{name:>15}: {elapsed:6.2f} s  {len(trace.jobs) / elapsed:8,.0f} jobs/s  "
+            f"{name:>15}: {elapsed:6.2f} s ({cpu:5.2f} s CPU)  {len(trace.jobs) / elapsed:8,.0f} jobs/s  "
             f"util {100 * result.gpu_utilization:.1f} %  wait p99 {result.wait_p99 / 3600:.2f} h  "
             f"deadlocks {result.partial_allocation_deadlocks}{verdict}"
         )

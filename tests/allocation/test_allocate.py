@@ -23,7 +23,8 @@ from gpuslice.allocation import (
     allocate_container,
 )
 from gpuslice.config import parse_config_text
-from gpuslice.sharing import Isolation
+from gpuslice.discovery import load_node_spec
+from gpuslice.sharing import Isolation, build_resources
 from tests.allocation.helpers import MIXED_MIG, TIME_SLICED, resource_for
 
 CONTROL = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
@@ -100,7 +101,11 @@ def test_answers_serialise_for_json() -> None:
     node, resource = resource_for("h100x4", TIME_SLICED)
     data = allocate_container(resource, [f"{node.gpus[0].uuid}::2"]).to_dict()
     assert data["isolation"] == {"kind": "none", "strength": "none", "why": Isolation.NONE.why}
-    assert data["device_nodes"][-1] == {"container_path": "/dev/nvidia0", "host_path": "/dev/nvidia0", "permissions": "rw"}
+    assert data["device_nodes"][-1] == {
+        "container_path": "/dev/nvidia0",
+        "host_path": "/dev/nvidia0",
+        "permissions": "rw",
+    }
 
 
 GPU0 = "{gpu0}"
@@ -153,3 +158,31 @@ def test_the_longest_real_id_is_well_within_the_limit() -> None:
     node, _ = resource_for("h100x4-mig", MIXED_MIG)
     legacy = f"MIG-{node.gpus[0].uuid}/14/7::47"
     assert len(legacy) < MAX_DEVICE_ID_LENGTH // 2
+
+
+def test_a_pipeline_replaces_the_default_steps() -> None:
+    node, resource = resource_for("h100x4")
+
+    def cdi_only(context: AllocationContext) -> ContainerEdits:
+        return ContainerEdits(
+            cdi_devices=tuple(f"k8s.device-plugin.nvidia.com/gpu={d.physical_id}" for d in context.physical)
+        )
+
+    got = allocate_container(resource, [node.gpus[1].uuid], options=AllocateOptions(pipeline=(cdi_only,)))
+    assert dict(got.envs) == {} and got.device_nodes == ()
+    assert got.edits.cdi_devices == (f"k8s.device-plugin.nvidia.com/gpu={node.gpus[1].uuid}",)
+
+
+def test_isolation_is_that_of_the_allocated_devices() -> None:
+    config = parse_config_text(
+        "gpuslice: {honorDevices: true}\nsharing: {timeSlicing: {resources: [{name: gpu, replicas: 2, devices: [0]}]}}"
+    ).config
+    node = load_node_spec("preset:h100x4").node
+    resource = build_resources(node, config).resources[0]
+    assert allocate_container(resource, [node.gpus[2].uuid]).isolation is Isolation.EXCLUSIVE
+    assert allocate_container(resource, [f"{node.gpus[0].uuid}::1"]).isolation is Isolation.NONE
+    mixed = allocate_container(resource, [node.gpus[2].uuid, f"{node.gpus[0].uuid}::0"])
+    assert mixed.isolation is Isolation.NONE
+    with pytest.raises(UnknownDevice) as caught:
+        allocate_container(resource, [f"{node.gpus[2].uuid}::0"])
+    assert not isinstance(caught.value, TooManyReplicas), "GPU 2 is not shared at all"

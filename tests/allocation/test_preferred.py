@@ -35,7 +35,9 @@ def _real(node_uuids: list[str], ids: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize(("available", "must", "size", "policy", "expected"), RULE_B)
-def test_rule_b_for_replicas(available: list[str], must: list[str], size: int, policy: str, expected: list[str]) -> None:
+def test_rule_b_for_replicas(
+    available: list[str], must: list[str], size: int, policy: str, expected: list[str]
+) -> None:
     node, resource = resource_for("h100x4", TIME_SLICED)
     uuids = [gpu.uuid for gpu in node.gpus]
     got = preferred_allocation(resource, _real(uuids, available), _real(uuids, must), size, policy)  # type: ignore[arg-type]

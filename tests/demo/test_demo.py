@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -45,3 +47,14 @@ def test_cli_json() -> None:
     data = json.loads(result.stdout)
     assert data["ok"] is True
     assert [m["mode"] for m in data["modes"]] == ["whole", "time-slicing", "mig"]
+
+
+def _normalised(text: str) -> str:
+    text = re.sub(r"gs-demo-\w+/", "gs-demo-XXXX/", text)
+    return re.sub(r"Done in \d+\.\d s", "Done in N s", text)
+
+
+def test_docs_walkthrough_shows_the_real_output() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "walkthrough.md").read_text()
+    pasted = doc.split("```\n", 2)[1].split("\n```", 1)[0]
+    assert _normalised(pasted).strip() == _normalised(render_text(run_demo())).strip()

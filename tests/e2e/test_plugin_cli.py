@@ -111,6 +111,11 @@ BAD_INPUT = [
         "no resources specified",
     ),
     ({"config": "version: v2\n"}, ["--config-file", "{config}"], "unknown version: v2"),
+    (
+        {"config": "sharing: {mps: {resources: [{name: gpu, replicas: 2}]}}\n"},
+        ["--config-file", "{config}"],
+        "using MPS requires --mps-root to be specified",
+    ),
     ({}, ["--config-file", "{missing}"], "error opening config file"),
     ({}, ["--node-spec", "preset:nope"], "unknown preset 'nope'"),
     ({"spec": "gpus:\n  - model: X\n    memory_mib: -1\n"}, ["--node-spec", "{spec}"], "memory_mib"),

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_SCRIPT = '''#!{python}
+_SCRIPT = """#!{python}
 import json, os, sys
 from pathlib import Path
 record = Path({record!r})
@@ -37,7 +37,7 @@ elif words[0] == "set_default_active_thread_percentage":
     (pipe / "thread").write_text(words[1])
 elif words[0] == "get_default_active_thread_percentage":
     print((pipe / "thread").read_text() if (pipe / "thread").exists() else "100.0")
-'''
+"""
 
 
 @dataclass(frozen=True)

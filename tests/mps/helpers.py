@@ -12,7 +12,8 @@ from gpuslice.sharing import Resource, build_resources
 
 
 def mps_config(replicas: int, extra: str = "") -> str:
-    return f"flags: {{mpsRoot: /run/nvidia/mps}}\nsharing: {{mps: {{resources: [{{name: gpu, replicas: {replicas}}}]}}}}\n{extra}"
+    sharing = f"sharing: {{mps: {{resources: [{{name: gpu, replicas: {replicas}}}]}}}}"
+    return f"flags: {{mpsRoot: /run/nvidia/mps}}\n{sharing}\n{extra}"
 
 
 def mps_resource(replicas: int, preset: str = "h100x4", node: Node | None = None, extra: str = "") -> Resource:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import pytest
 
 from gpuslice.sim.engine import Engine, SimConfig
 from gpuslice.sim.model import JobSpec
 from gpuslice.sim.policies import make_policy
-from gpuslice.sim.queue import FifoOrder
+from gpuslice.sim.queue import FifoOrder, SortKey, Unit
 from gpuslice.sim.runs import JobStatus
 from gpuslice.sim.traces import resolve_trace
 from tests.sim.helpers import cluster, job, pod, simulate
@@ -116,3 +118,43 @@ def test_time_weighted_utilization_by_hand() -> None:
     _, result = simulate(cluster("1xdgx-h100"), jobs, "best-fit")
     assert result.gpu_utilization == pytest.approx(0.75)
     assert result.makespan == 20
+
+
+class FewestGpusFirst:
+    """A dynamic order for the test: the tenant holding the fewest GPUs goes next (DRF's shape, one resource)."""
+
+    name = "fewest-gpus"
+    dynamic = True
+
+    def attach(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def key(self, unit: Unit) -> SortKey:
+        return (unit.job.submit, unit.pod_indices[0], unit.seq)
+
+    def bucket(self, job: JobSpec) -> Hashable:
+        return job.tenant
+
+    def rank(self, unit: Unit) -> SortKey:
+        return (self.engine.tenant_usage.get(unit.job.tenant, [0])[0], *self.key(unit))
+
+
+def test_a_dynamic_order_sees_tenant_usage_as_the_pass_places_pods() -> None:
+    jobs = [JobSpec(f"a{i}", 0, 10, (pod(1),), tenant="a") for i in range(8)]
+    jobs += [JobSpec(f"b{i}", 0, 10, (pod(1),), tenant="b") for i in range(4)]
+    fair = Engine(cluster("1xdgx-h100"), jobs, make_policy("best-fit"), FewestGpusFirst())
+    fair.run()
+    starts = [run.start_time for run in fair.runs]
+    assert starts[8:] == [0, 0, 0, 0]  # b gets half the node at once
+    assert starts[:8] == [0, 0, 0, 0, 10, 10, 10, 10]
+    assert fair.tenant_usage == {"a": [0, 0, 0], "b": [0, 0, 0]}  # everything given back at the end
+    fifo = Engine(cluster("1xdgx-h100"), jobs, make_policy("best-fit"))
+    fifo.run()
+    assert [run.start_time for run in fifo.runs][8:] == [10, 10, 10, 10]
+
+
+def test_an_evicted_job_can_be_requeued_later() -> None:
+    engine = Engine(cluster("1xdgx-h100"), [job("victim", 8, duration=100)], make_policy("gang"))
+    engine.schedule_timer(10, lambda e: e.evict(e.runs[0], requeue_after=50))
+    engine.run()
+    assert (engine.runs[0].start_time, engine.runs[0].end_time) == (60, 160)

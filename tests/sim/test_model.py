@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gpuslice.sim.clusters import parse_cluster
@@ -33,7 +35,7 @@ def test_pod_amounts(gpu: float, expected: tuple[int, int]) -> None:
         ({"gpu_count": -1, "gpu_milli": 1000}, "must not be negative"),
     ],
 )
-def test_bad_pods_are_refused(kwargs: dict[str, int], reason: str) -> None:
+def test_bad_pods_are_refused(kwargs: dict[str, Any], reason: str) -> None:
     with pytest.raises(SimModelError, match=reason):
         PodSpec(**kwargs)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from gpuslice.allocation.answer import AllocationAnswer, ContainerAllocation, ContainerEdits, DeviceNode, combine
 from gpuslice.allocation.errors import (
@@ -40,23 +40,30 @@ EditStep = Callable[[AllocationContext], ContainerEdits]
 
 @dataclass(frozen=True)
 class AllocateOptions:
-    """How answers are built. `extra_steps` is the seam for CDI, volume-mounts and MPS (issue 3)."""
+    """How answers are built: a pipeline of steps, each adding ContainerEdits, merged in order.
+
+    The default pipeline is NVIDIA_VISIBLE_DEVICES plus device nodes. `pipeline` replaces it entirely
+    (e.g. NVIDIA's full device-list-strategy answer with CDI, volume-mounts and MPS); `extra_steps`
+    run after whichever pipeline is in force.
+    """
 
     device_id_strategy: Literal["uuid", "index"] = "uuid"
-    pass_device_specs: bool = True  # gpuslice always injects device nodes (see docs/walkthrough.md)
+    pass_device_specs: bool = True  # the default pipeline always injects device nodes (issue 2's contract)
     dev_root: str = "/"  # host paths are dev_root + container path (NVIDIA's nvidiaDevRoot)
     extra_steps: tuple[EditStep, ...] = ()
+    pipeline: tuple[EditStep, ...] | None = None
 
     @classmethod
-    def from_config(cls, config: Config) -> AllocateOptions:
+    def from_config(cls, config: Config, **overrides: Any) -> AllocateOptions:
+        """The ID strategy and dev root of `config`; keyword overrides for any other field."""
         flags = config.flags
-        return cls(
-            device_id_strategy=flags.plugin.device_id_strategy,
-            dev_root=flags.nvidia_dev_root or flags.nvidia_driver_root,
-        )
+        settings: dict[str, Any] = {"device_id_strategy": flags.plugin.device_id_strategy, "dev_root": flags.dev_root}
+        return cls(**(settings | overrides))
 
     @cached_property
     def steps(self) -> tuple[EditStep, ...]:
+        if self.pipeline is not None:
+            return (*self.pipeline, *self.extra_steps)
         return (visible_devices_step, *((device_nodes_step,) if self.pass_device_specs else ()), *self.extra_steps)
 
 

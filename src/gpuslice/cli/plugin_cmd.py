@@ -33,13 +33,21 @@ EXIT_START_FAILED = 1
     show_default=True,
     help="The kubelet's registration socket; plugin sockets go in its directory. Empty: serve, do not register.",
 )
+@click.option("--node-name", envvar="NODE_NAME", default=None, help="This node's name (NVML and host-path backends).")
 @click.option("--log-level", default="info", show_default=True, type=click.Choice(["debug", "info", "warning"]))
-def plugin(backend: str, node_spec: str | None, config_file: str | None, kubelet_socket: str, log_level: str) -> None:
+def plugin(
+    backend: str,
+    node_spec: str | None,
+    config_file: str | None,
+    kubelet_socket: str,
+    node_name: str | None,
+    log_level: str,
+) -> None:
     """Run the device plugin: serve every advertised resource, register it, stop cleanly on SIGTERM/SIGINT."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("gpuslice.plugin")
     try:
-        setup = prepare(backend, node_spec, config_file)
+        setup = prepare(backend, node_spec, config_file, node_name)
         socket_dir = None if kubelet_socket else DEFAULT_KUBELET_SOCKET.rsplit("/", 1)[0]
         manager = build_manager(setup, kubelet_socket or None, socket_dir)
     except SetupError as exc:

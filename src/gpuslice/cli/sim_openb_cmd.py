@@ -47,7 +47,7 @@ def _sweep_options(default_policies: str) -> Callable[[F], F]:
 
 
 def _run(workloads: str, policies: str, seeds: str, ratio: float, jobs: int, trace_dir: Path | None) -> list[Any]:
-    from gpuslice.sim.openb.sweep import parse_policies, parse_seeds, run_sweep
+    from gpuslice.sim.openb.sweep import parse_policies, parse_seeds, progress_line, run_sweep
 
     try:
         folder = resolve_trace_dir(trace_dir)
@@ -59,35 +59,21 @@ def _run(workloads: str, policies: str, seeds: str, ratio: float, jobs: int, tra
             ratio=ratio,
             trace_dir=folder,
             jobs=jobs,
-            progress=lambda r: click.echo(
-                f"  {r['workload']:<12} {r['policy']:<10} seed {r['seed']:<4} "
-                f"unallocated {r['unallocated_gpu_pct_at_100']:6.2f} % @100  {r['unallocated_gpu_pct_at_130']:6.2f} % @130"
-                f"  ({r['placement_seconds']:.2f} s)",
-                err=True,
-            ),
+            progress=lambda record: click.echo(progress_line(record), err=True),
         )
     except (TraceError, ValueError) as error:
         raise click.ClickException(str(error)) from None
 
 
-def _summary(records: list[Any]) -> list[str]:
-    from gpuslice.sim.openb.metrics import seed_stat
-
-    lines = [f"{'workload':<12} {'policy':<10} {'seeds':>5} {'unalloc@100 %':>15} {'unalloc@130 %':>15} {'s/run':>6}"]
-    keys = list(dict.fromkeys((r["workload"], r["policy"]) for r in records))
-    for workload, policy in keys:
-        runs = [r for r in records if r["workload"] == workload and r["policy"] == policy]
-        a, b = seed_stat(runs, "unallocated_gpu_pct", 100), seed_stat(runs, "unallocated_gpu_pct", 130)
-        seconds = sum(r["placement_seconds"] for r in runs) / len(runs)
-        lines.append(
-            f"{workload:<12} {policy:<10} {len(runs):>5} {a.mean:8.2f} ± {a.sd:4.2f} {b.mean:8.2f} ± {b.sd:4.2f} {seconds:6.2f}"
-        )
-    return lines
-
-
 @click.command("openb")
 @_sweep_options(",".join(PAPER_POLICIES))
-@click.option("--json", "json_path", default=None, metavar="FILE|-", help="Write one record per (workload, policy, seed) to FILE, or - for stdout.")
+@click.option(
+    "--json",
+    "json_path",
+    default=None,
+    metavar="FILE|-",
+    help="Write one record per (workload, policy, seed) to FILE, or - for stdout.",
+)
 def openb(
     workloads: str, policies: str, seeds: str, ratio: float, jobs: int, trace_dir: Path | None, json_path: str | None
 ) -> None:
@@ -101,7 +87,9 @@ def openb(
         target = Path(json_path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(records) + "\n")
-    for line in _summary(records):
+    from gpuslice.sim.openb.sweep import summary_lines
+
+    for line in summary_lines(records):
         click.echo(line, err=json_path == "-")
     click.echo(f"{len(records)} runs in {time.perf_counter() - started:.1f} s", err=json_path == "-")
 
@@ -109,9 +97,15 @@ def openb(
 @click.command("openb-report")
 @_sweep_options(",".join((*PAPER_POLICIES, *OUR_POLICIES)))
 @click.option(
-    "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Read records from FILE instead of running."
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Read records from FILE instead of running.",
 )
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write curves (PNG).")
+@click.option(
+    "--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write curves (PNG)."
+)
 def openb_report(
     workloads: str,
     policies: str,
@@ -133,7 +127,9 @@ def openb_report(
         except (OSError, ValueError) as error:
             raise click.ClickException(f"cannot read records from {json_path}: {error}") from None
         if not isinstance(records, list) or not records:
-            raise click.ClickException(f"{json_path} holds no records (expected the list written by `sim openb --json`)")
+            raise click.ClickException(
+                f"{json_path} holds no records (expected the list written by `sim openb --json`)"
+            )
     else:
         records = _run(workloads, policies, seeds, ratio, jobs, trace_dir)
     console = Console()

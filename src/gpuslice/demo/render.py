@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gpuslice.demo.walkthrough import DemoReport, ModeReport
 
 _LABEL = 14
@@ -16,7 +18,7 @@ def _line(label: str, value: str, indent: int = 3) -> str:
 def render_text(report: DemoReport) -> str:
     lines = [
         "gpuslice demo: the device plugin and a mock kubelet over real gRPC (device plugin API v1beta1)",
-        f"sockets in {report.socket_dir}",
+        f"Unix sockets in a temp dir, {Path(report.socket_dir).name}/, removed at the end",
         "",
         f"Node {report.node} (the default node, preset h100x4):",
         *(f"  {gpu}" for gpu in report.gpus),

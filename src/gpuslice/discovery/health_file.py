@@ -76,6 +76,7 @@ class HealthFileSource:
         self._partial = b""
         self._line_number = 0
         self._primed = False
+        self._last_error = ""
 
     def prime(self) -> None:
         """Start following now: what the file holds already is skipped. Idempotent."""
@@ -123,8 +124,11 @@ class HealthFileSource:
         except FileNotFoundError:
             return False
         except OSError as exc:
-            log.warning("health events file %s cannot be read: %s", self.path, exc)
+            if str(exc) != self._last_error:  # once per distinct problem, not every poll
+                log.warning("health events file %s cannot be read: %s", self.path, exc)
+                self._last_error = str(exc)
             return False
+        self._last_error = ""
         stat = os.fstat(handle.fileno())
         self._file, self._identity = handle, (stat.st_dev, stat.st_ino)
         self._partial, self._line_number = b"", 0

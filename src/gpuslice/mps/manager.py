@@ -117,7 +117,10 @@ class MpsManager:
             raise MpsStartError(f"{where}: {exc}") from exc
         (daemon.pipe_dir.parent / STARTED_MARKER).touch()
         log.info(
-            "MPS daemon for %s on %s: %s", settings.resource, ", ".join(settings.gpu_uuids), "; ".join(settings.commands)
+            "MPS daemon for %s on %s: %s",
+            settings.resource,
+            ", ".join(settings.gpu_uuids),
+            "; ".join(settings.commands),
         )
         return daemon
 
@@ -129,7 +132,9 @@ class MpsManager:
                 return
             except MpsDaemonError as exc:
                 if time.monotonic() >= deadline:
-                    raise MpsDaemonError(f"error waiting for MPS daemon: error checking MPS daemon health: {exc}") from exc
+                    raise MpsDaemonError(
+                        f"error waiting for MPS daemon: error checking MPS daemon health: {exc}"
+                    ) from exc
             time.sleep(READY_POLL_S)
 
     def probe(self) -> dict[str, str | None]:

@@ -18,6 +18,7 @@ log = logging.getLogger("gpuslice.plugin.kubelet")
 POLL_INTERVAL_S = 0.05
 BACKOFF_START_S = 0.1
 BACKOFF_MAX_S = 5.0
+SETTLE_S = 0.25  # how long a half-seen restart (one sign of two) may settle before we register anyway
 
 # (st_dev, st_ino, st_ctime_ns): the inode alone is not enough, ext4 hands a re-created socket the same number.
 FileIdentity = tuple[int, int, int]
@@ -88,11 +89,13 @@ class KubeletWatcher:
         self._clock = clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._registered = False
         self._kubelet_seen: FileIdentity | None = None
         self._own: dict[Path, FileIdentity | None] = {}
         self._next_attempt = 0.0
+        self._last_poll: FileIdentity | None = None
+        self._suspect_since: float | None = None
         self.registrations = 0
         self.failures = 0
 
@@ -101,6 +104,11 @@ class KubeletWatcher:
         """True while the last attempt succeeded and no restart has been noticed since."""
         with self._lock:
             return self._registered
+
+    def wait_registered(self, timeout: float | None = None) -> bool:
+        """Block until registered (True) or `timeout` seconds pass (False)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: self._registered, timeout)
 
     def start(self, register_now: bool = True) -> bool:
         """Register once in the caller's thread (when asked), then keep watching; True if registered now.
@@ -131,10 +139,12 @@ class KubeletWatcher:
     def check(self) -> None:
         """One poll: re-register if the kubelet restarted, or retry a failed registration when due."""
         kubelet_now = file_identity(self.kubelet_socket)
+        previous_poll, self._last_poll = self._last_poll, kubelet_now
         with self._lock:
             registered, kubelet_seen = self._registered, self._kubelet_seen
         if not registered:
-            appeared = kubelet_now is not None and kubelet_now != kubelet_seen
+            # A kubelet.sock that changed and then held still for a poll is a kubelet that finished starting.
+            appeared = kubelet_now is not None and kubelet_now != kubelet_seen and kubelet_now == previous_poll
             if appeared or self._clock() >= self._next_attempt:
                 if appeared:
                     self._backoff.reset()
@@ -145,16 +155,36 @@ class KubeletWatcher:
             log.info("%s; registering again", reason)
             with self._lock:
                 self._registered = False
+            self._suspect_since = None
             self._backoff.reset()
             self._attempt()
 
     def _restart_reason(self, kubelet_now: FileIdentity | None, kubelet_seen: FileIdentity | None) -> str | None:
-        if kubelet_now is not None and kubelet_now != kubelet_seen:
-            return f"{self.kubelet_socket} created"
-        for path, identity in self._own.items():
-            if file_identity(path) != identity:
-                return f"our socket {path} was removed"
-        return None
+        """Why to register again now, or None (also None while a half-seen restart settles).
+
+        A new inode on kubelet.sock means the kubelet has wiped the directory and listens again: go. A
+        vanished socket of ours, or a kubelet.sock whose ctime alone changed (a reused inode, or only a
+        new link or mode), may be a restart in progress: registering in the middle of the wipe would lose
+        the new socket, so wait until both signs are there, or SETTLE_S has passed.
+        """
+        if kubelet_now is not None and (kubelet_seen is None or kubelet_now[:2] != kubelet_seen[:2]):
+            return f"inotify-equivalent: {self.kubelet_socket} created (new inode)"
+        touched = kubelet_now is not None and kubelet_now != kubelet_seen
+        vanished = next((path for path, identity in self._own.items() if file_identity(path) != identity), None)
+        if touched and vanished is not None:
+            return f"{self.kubelet_socket} re-created and our socket {vanished} removed"
+        if not touched and vanished is None:
+            self._suspect_since = None
+            return None
+        now = self._clock()
+        if self._suspect_since is None:
+            self._suspect_since = now
+            return None
+        if now - self._suspect_since < SETTLE_S:
+            return None
+        if vanished is not None:
+            return f"our socket {vanished} was removed"
+        return f"{self.kubelet_socket} changed"
 
     def _attempt(self, first: bool = False) -> bool:
         kubelet_before = file_identity(self.kubelet_socket)
@@ -176,6 +206,7 @@ class KubeletWatcher:
             # The kubelet identity from *before* Register: a restart while registering is noticed next poll.
             self._registered, self._kubelet_seen, self._own = True, kubelet_before, own
             self.registrations += 1
+            self._lock.notify_all()
         self._backoff.reset()
         self._on_registered()
         return True

@@ -12,8 +12,9 @@ from types import FrameType
 from typing import Any
 
 from gpuslice.allocation import AllocateOptions, whole_gpu_rule_for
-from gpuslice.config import Config, ConfigError, load_config
-from gpuslice.discovery import Backend, FakeBackend, NodeSpecError
+from gpuslice.config import Config, ConfigError, load_config, validate_startup
+from gpuslice.discovery import Backend, FakeBackend
+from gpuslice.discovery.select import BackendInitError, make_backend
 from gpuslice.gpu import Node
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.server import DEFAULT_WORKERS
@@ -22,12 +23,6 @@ from gpuslice.sharing import HealthStore, SharingError, SharingPlan, build_resou
 from gpuslice.topology import TopologySpecError, topology_from_spec
 
 log = logging.getLogger("gpuslice.plugin")
-
-try:  # the NVML/host-path selection module, when that part of discovery is installed
-    from gpuslice.discovery.select import BackendInitError, make_backend
-except ImportError:  # pragma: no cover - only on a tree without discovery.select
-    make_backend = None  # type: ignore[assignment]
-    BackendInitError = RuntimeError  # type: ignore[assignment,misc]
 
 
 class SetupError(ValueError):
@@ -45,14 +40,17 @@ class PluginSetup:
     warnings: tuple[str, ...]
 
 
-def prepare(backend_kind: str, node_spec: str | None, config_file: str | None) -> PluginSetup:
+def prepare(
+    backend_kind: str, node_spec: str | None, config_file: str | None, node_name: str | None = None
+) -> PluginSetup:
     """Load the config, discover the node, and work out the resources; SetupError on any bad input."""
     try:
         loaded = load_config(config_file)
+        validate_startup(loaded.config)
     except ConfigError as exc:
         raise SetupError(str(exc)) from exc
     config = loaded.config
-    backend = _backend(backend_kind, node_spec, config)
+    backend = _backend(backend_kind, node_spec, config, node_name)
     node = backend.discover()
     try:
         plan = build_resources(node, config)
@@ -61,17 +59,11 @@ def prepare(backend_kind: str, node_spec: str | None, config_file: str | None) -
     return PluginSetup(config, node, plan, backend, loaded.warnings + plan.warnings)
 
 
-def _backend(kind: str, node_spec: str | None, config: Config) -> Backend:
-    if make_backend is not None:
-        try:
-            return make_backend(kind, node_spec, config.flags.nvidia_driver_root, config.flags.fail_on_init_error)
-        except BackendInitError as exc:
-            raise SetupError(str(exc)) from exc
-    if kind not in ("fake", "auto"):
-        raise SetupError(f"--backend {kind}: not available in this build; use --backend fake")
+def _backend(kind: str, node_spec: str | None, config: Config, node_name: str | None) -> Backend:
+    flags = config.flags
     try:
-        return FakeBackend.from_ref(node_spec)
-    except NodeSpecError as exc:
+        return make_backend(kind, node_spec, flags.nvidia_driver_root, flags.fail_on_init_error, node_name=node_name)
+    except BackendInitError as exc:
         raise SetupError(str(exc)) from exc
 
 

@@ -131,6 +131,7 @@ class DynamicMigGeometry:
             if slots:
                 self._by_resource[resource.name] = tuple(slots)
                 self._slots.update((slot.id, slot) for slot in slots)
+        self._gpus = {slot.gpu.uuid: slot.gpu for slot in self._slots.values()}
         self._held: dict[str, Holding] = {}
         self._clock = clock
         self._lock = threading.Lock()
@@ -155,6 +156,14 @@ class DynamicMigGeometry:
     def generation(self) -> int:
         with self._lock:
             return self._generation
+
+    def gpu(self, uuid: str) -> Gpu | None:
+        """A GPU that has dynamic placements, by UUID."""
+        return self._gpus.get(uuid)
+
+    @property
+    def gpus(self) -> tuple[Gpu, ...]:
+        return tuple(self._gpus.values())
 
     def slot(self, device_id: str) -> Slot | None:
         return self._slots.get(device_id)
@@ -266,20 +275,26 @@ class DynamicMigGeometry:
         self._changed()
         return tuple(slots)
 
-    def attach(self, device_id: str, mig: MigInstance) -> Holding:
-        """Record the MIG device created for a held slot."""
+    def attach(self, device_id: str, mig: MigInstance | None) -> Holding:
+        """Record the MIG device created for a held slot (None: it is gone, nothing to destroy on release)."""
         with self._lock:
             holding = replace(self._held[device_id], mig=mig)
             self._held[device_id] = holding
             return holding
 
-    def mark_seen(self, device_ids: Iterable[str]) -> None:
-        """The kubelet lists these held slots for a pod: from now on their absence means release."""
+    def mark_seen(self, device_ids: Iterable[str]) -> int:
+        """The kubelet lists these held slots for a pod: from now on their absence means release.
+
+        Returns how many were not marked before (the caller persists the change when there are any).
+        """
+        marked = 0
         with self._lock:
             for device_id in device_ids:
                 holding = self._held.get(device_id)
                 if holding is not None and not holding.seen:
                     self._held[device_id] = replace(holding, seen=True)
+                    marked += 1
+        return marked
 
     def release(self, device_ids: Iterable[str]) -> tuple[Holding, ...]:
         """Stop holding these slots (unknown ones are ignored); the slots they blocked come back."""
@@ -308,7 +323,7 @@ class DynamicMigGeometry:
             self._held = restored
         self._changed()
 
-    def hold_listed(self, device_ids: Iterable[str]) -> tuple[Holding, ...]:
+    def hold_listed(self, device_ids: Iterable[str], seen: bool = True) -> tuple[Holding, ...]:
         """Hold slots the kubelet lists for pods (a rebuild); returns those held, skipping unknown or clashing IDs."""
         added = []
         with self._lock:
@@ -318,7 +333,7 @@ class DynamicMigGeometry:
                 slot = self._slots.get(device_id)
                 if slot is None or self._why(device_id, held) is not None:
                     continue
-                self._held[device_id] = replace(_holding(slot, now), seen=True)
+                self._held[device_id] = replace(_holding(slot, now), seen=seen)
                 held.append(slot)
                 added.append(self._held[device_id])
         if added:

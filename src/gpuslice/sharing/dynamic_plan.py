@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import replace
 
 from gpuslice.config import Config
-from gpuslice.gpu import Gpu, Node, catalogue_for
+from gpuslice.gpu import Gpu, MigCatalogue, MigInstance, MigProfile, Node, catalogue_for
 from gpuslice.sharing.build import build_resources, mig_resource_name
 from gpuslice.sharing.dynamic_mig import slot_id
 from gpuslice.sharing.model import AdvertisedDevice, Resource, SharingError, SharingPlan
@@ -14,12 +14,18 @@ from gpuslice.sharing.model import AdvertisedDevice, Resource, SharingError, Sha
 DYNAMIC = "dynamic"
 
 
-def dynamic_gpus(node: Node) -> tuple[Gpu, ...]:
-    """MIG-enabled GPUs without a fixed layout (node spec `mig: []`: no instances) whose model has MIG profiles."""
+def dynamic_gpus(node: Node, claimed: Collection[str] = ()) -> tuple[Gpu, ...]:
+    """MIG-enabled GPUs whose model has MIG profiles and that have no fixed layout.
+
+    That is: no MIG instances (node spec `mig: []`), or a UUID in `claimed`, the GPUs our checkpoint
+    records (after a restart on hardware, the instances we created are still there).
+    """
     return tuple(
         gpu
         for gpu in node.gpus
-        if gpu.mig_enabled and not gpu.mig_instances and catalogue_for(gpu.product_name, gpu.memory_mib) is not None
+        if gpu.mig_enabled
+        and (not gpu.mig_instances or gpu.uuid in claimed)
+        and catalogue_for(gpu.product_name, gpu.memory_mib) is not None
     )
 
 
@@ -33,15 +39,30 @@ def slot_devices(gpus: Iterable[Gpu]) -> dict[str, tuple[str, list[AdvertisedDev
         for profile in catalogue.profiles:
             entry = by_resource.setdefault(mig_resource_name(profile.name), (profile.name, []))
             for start in profile.starts:
-                device_id = slot_id(gpu.uuid, profile, start)
-                entry[1].append(AdvertisedDevice(id=device_id, physical_id=device_id, gpu=gpu))
+                planned = planned_instance(gpu, catalogue, profile, start)
+                entry[1].append(AdvertisedDevice(id=planned.uuid, physical_id=planned.uuid, gpu=gpu, mig=planned))
     return by_resource
 
 
-def dynamic_resources(node: Node) -> tuple[Resource, ...]:
+def planned_instance(gpu: Gpu, catalogue: MigCatalogue, profile: MigProfile, start: int) -> MigInstance:
+    """The MIG device a placement would become, before it exists: its UUID is the slot ID, its ids are -1.
+
+    Carrying it makes the placement a MIG device everywhere (kind, isolation); Allocate swaps in the real one.
+    """
+    device_id = slot_id(gpu.uuid, profile, start)
+    memory = gpu.memory_mib * profile.memory_slices // catalogue.memory_slices
+    return MigInstance(profile.name, device_id, gpu.uuid, gpu.index, -1, -1, -1, start, profile.memory_slices,
+                       memory, -1, -1)  # fmt: skip
+
+
+def is_planned(mig: MigInstance) -> bool:
+    return mig.gi < 0
+
+
+def dynamic_resources(node: Node, claimed: Collection[str] = ()) -> tuple[Resource, ...]:
     """One resource per profile the node's dynamic GPUs offer, every placement a device, sorted by name."""
     resources = []
-    for name, (profile, devices) in sorted(slot_devices(dynamic_gpus(node)).items()):
+    for name, (profile, devices) in sorted(slot_devices(dynamic_gpus(node, claimed)).items()):
         resources.append(
             Resource(
                 name=name,
@@ -55,13 +76,14 @@ def dynamic_resources(node: Node) -> tuple[Resource, ...]:
     return tuple(resources)
 
 
-def build_dynamic_plan(node: Node, config: Config) -> SharingPlan:
+def build_dynamic_plan(node: Node, config: Config, claimed: Collection[str] = ()) -> SharingPlan:
     """Whole GPUs and fixed MIG layouts as under `mixed`, plus every placement of the dynamic GPUs.
 
     A fixed-layout MIG device and the placements of a dynamic GPU with the same profile share one
-    resource. Dynamic placements cannot be replicated: sharing one, or MPS at all, is refused.
+    resource. Dynamic placements cannot be replicated: sharing one, or MPS at all, is refused. `claimed`:
+    see dynamic_gpus.
     """
-    slots = dynamic_resources(node)
+    slots = dynamic_resources(node, claimed)
     names = {resource.name for resource in slots}
     if config.sharing.strategy == "mps":
         raise SharingError("flags.migStrategy=dynamic: sharing with MPS is not supported together with dynamic MIG")
@@ -73,7 +95,7 @@ def build_dynamic_plan(node: Node, config: Config) -> SharingPlan:
                     f"sharing.timeSlicing.resources[{position}].name: {entry.name} is a dynamic MIG resource; "
                     "its placements cannot be shared"
                 )
-    dynamic = {gpu.uuid for gpu in dynamic_gpus(node)}
+    dynamic = {gpu.uuid for gpu in dynamic_gpus(node, claimed)}
     static_node = replace(node, gpus=tuple(gpu for gpu in node.gpus if gpu.uuid not in dynamic))
     as_mixed = config.model_copy(update={"flags": config.flags.model_copy(update={"mig_strategy": "mixed"})})
     base = build_resources(static_node, as_mixed) if static_node.gpus else SharingPlan(())

@@ -181,6 +181,7 @@ class ClusterState:
             row = self.gpu_free[node]
             for gpu in binding.gpus:
                 row[gpu] += sign * pod.gpu_milli
-            self.full_free[node] = int(np.count_nonzero(row == MILLI))
-            self.max_free[node] = int(row.max())
+            values = row.tolist()  # a handful of GPUs: plain Python beats numpy's per-call overhead here
+            self.full_free[node] = values.count(MILLI)
+            self.max_free[node] = max(values)
             self.free_milli[node] += sign * pod.gpu_milli * len(binding.gpus)

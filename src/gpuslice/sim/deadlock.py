@@ -46,12 +46,13 @@ def _could_finish(run: JobRun, work: ClusterState, policy: PlacementPolicy) -> b
     """Whether the policy could place every missing pod of `run` on `work`; leaves `work` unchanged."""
     missing = [position for position, binding in enumerate(run.bound) if binding is None]
     pods = run.spec.pods
+    placed: list[tuple[int, Binding]] = []
     if policy.all_or_nothing:
         bindings = policy.place([pods[position] for position in missing], run.spec, work)
-        placed = [] if bindings is None else list(zip(missing, bindings, strict=True))
+        if bindings is not None:
+            placed = list(zip(missing, bindings, strict=True))
         ok = bindings is not None
     else:
-        placed = []
         ok = True
         for position in missing:
             got = policy.place([pods[position]], run.spec, work)
@@ -60,9 +61,5 @@ def _could_finish(run: JobRun, work: ClusterState, policy: PlacementPolicy) -> b
                 break
             placed.append((position, got[0]))
     for position, binding in placed:
-        _release(work, binding, run, position)
+        work.release(binding, pods[position])
     return ok
-
-
-def _release(work: ClusterState, binding: Binding, run: JobRun, position: int) -> None:
-    work.release(binding, run.spec.pods[position])

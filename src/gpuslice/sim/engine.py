@@ -11,7 +11,7 @@ import numpy as np
 
 from gpuslice.sim.cluster import ClusterState
 from gpuslice.sim.deadlock import find_deadlocked
-from gpuslice.sim.metrics import SimResult, Timeline, stranded_gpus, summarize
+from gpuslice.sim.metrics import Demand, SimResult, Timeline, stranded_gpus, summarize
 from gpuslice.sim.model import MILLI, ClusterSpec, JobSpec, PodSpec
 from gpuslice.sim.policies.base import PlacementPolicy, first_fitting, place_all
 from gpuslice.sim.queue import PendingQueue, PriorityOrder, QueueOrder, Unit
@@ -71,6 +71,8 @@ class Engine:
         self.policy = policy
         self.state = ClusterState(cluster)
         self.queue = PendingQueue(order or PriorityOrder(), skip_dead_shapes)
+        # Bound GPU milli, CPU milli and memory MiB per tenant (for fairness orders such as DRF).
+        self.tenant_usage: dict[str, list[int]] = {}
         self.rng = np.random.default_rng(self.config.seed)
         self.runs = [JobRun.new(job, seq) for seq, job in enumerate(jobs)]
         self.now = 0.0
@@ -90,16 +92,19 @@ class Engine:
         self._trace_name = trace_name
         self._settled = 0  # jobs done, rejected or deadlocked
         self._fits_empty: dict[tuple[Any, ...], bool] = {}
+        self._demand_version = -1
+        self._demand_cache: Demand | None = None
         for run in self.runs:
             self._push(run.spec.submit, _SUBMIT, run)
+        self.queue.order.attach(self)
 
     # -- extension API ------------------------------------------------------------------------
     def schedule_timer(self, at: float, callback: Callable[[Engine], None]) -> None:
         """Call `callback(engine)` at time `at` (before that moment's scheduling pass)."""
         self._push(max(at, self.now), _TIMER, callback)
 
-    def evict(self, run: JobRun) -> None:
-        """Unbind every pod of a waiting or running job and queue it again from scratch."""
+    def evict(self, run: JobRun, requeue_after: float = 0.0) -> None:
+        """Unbind every pod of a waiting or running job and queue it again from scratch, now or after a delay."""
         if run.status not in (JobStatus.WAITING, JobStatus.RUNNING, JobStatus.DEADLOCKED):
             raise ValueError(f"job {run.spec.job_id!r} is {run.status.value}; only live jobs can be evicted")
         for position, binding in enumerate(run.bound):
@@ -116,7 +121,15 @@ class Engine:
         self.holders.pop(run.seq, None)
         self.deadlocked.pop(run.seq, None)
         self.queue.remove(lambda unit: unit.seq == run.seq)
-        self._enqueue(run)
+        if requeue_after > 0:
+            epoch = run.epoch
+            self.schedule_timer(self.now + requeue_after, lambda engine: engine._requeue(run, epoch))
+        else:
+            self._enqueue(run)
+
+    def _requeue(self, run: JobRun, epoch: int) -> None:
+        if run.epoch == epoch and run.status is JobStatus.WAITING and run.bound_count == 0:
+            self._enqueue(run)
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self) -> SimResult:
@@ -134,7 +147,7 @@ class Engine:
             self.queue.run_pass(self._try_place)
             if self._holders_grew:
                 self._detect_deadlocks()
-            stranded = stranded_gpus(self.state, self.queue.shapes()) if len(self.queue) else 0.0
+            stranded = stranded_gpus(self.state, self._demand()) if len(self.queue) else 0.0
             self.timeline.record(self.now, self.busy_milli / MILLI, self.useful_gpus, self.held_milli / MILLI, stranded)
             if self._observer is not None:
                 self._observer(self)
@@ -146,6 +159,13 @@ class Engine:
         return summarize(
             self.policy.name, self._trace_name, self.runs, self.timeline, self.state.total_gpus, self.deadlocks
         )
+
+    def _demand(self) -> Demand | None:
+        """The pending pods as arrays for stranded_gpus, rebuilt only when the set of pending shapes changes."""
+        if self._demand_version != self.queue.shapes_version:
+            self._demand_version = self.queue.shapes_version
+            self._demand_cache = Demand.of(self.queue.shapes())
+        return self._demand_cache
 
     def _push(self, at: float, kind: int, payload: Any) -> None:
         self._event_seq += 1
@@ -193,6 +213,7 @@ class Engine:
         for position, binding in zip(unit.pod_indices, bindings, strict=True):
             run.bound[position] = binding
             self.held_milli += _milli(run.spec.pods[position])
+            self._charge(run, run.spec.pods[position], +1)
         if not run.spec.gang:
             for position in unit.pod_indices:
                 self._start(run, (position,), 1.0)
@@ -219,6 +240,12 @@ class Engine:
             run.status = JobStatus.RUNNING
         self._push(self.now + run.spec.duration * slowdown, _FINISH, (run, positions, run.epoch))
 
+    def _charge(self, run: JobRun, pod: PodSpec, sign: int) -> None:
+        usage = self.tenant_usage.setdefault(run.spec.tenant, [0, 0, 0])
+        usage[0] += sign * _milli(pod)
+        usage[1] += sign * pod.cpu_milli
+        usage[2] += sign * pod.memory_mib
+
     # -- completions --------------------------------------------------------------------------
     def _finish(self, run: JobRun, positions: tuple[int, ...], epoch: int) -> None:
         if epoch != run.epoch:
@@ -237,6 +264,7 @@ class Engine:
         pod = run.spec.pods[position]
         self.state.release(binding, pod)
         self.held_milli -= _milli(pod)
+        self._charge(run, pod, -1)
         if run.pod_start[position] is not None:
             self.busy_milli -= _milli(pod)
             self.useful_gpus -= pod.gpus / run.slowdown

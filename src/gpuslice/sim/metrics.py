@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -48,18 +47,36 @@ class Timeline:
         return float(max(series, default=0.0))
 
 
-@lru_cache(maxsize=256)
-def _demand_arrays(pods: frozenset[PodSpec]) -> tuple[IntArray, IntArray, IntArray, IntArray, tuple[PodSpec, ...]]:
-    plain = [pod for pod in pods if pod.gpu_model is None]
-    need_full = np.array([pod.gpu_count if pod.gpu_milli == MILLI else 0 for pod in plain], dtype=np.int64)
-    need_share = np.array([pod.gpu_milli if 0 < pod.gpu_milli < MILLI else 0 for pod in plain], dtype=np.int64)
-    cpu = np.array([pod.cpu_milli for pod in plain], dtype=np.int64)
-    memory = np.array([pod.memory_mib for pod in plain], dtype=np.int64)
-    constrained = tuple(pod for pod in pods if pod.gpu_model is not None)
-    return need_full[:, None], need_share[:, None], cpu[:, None], memory[:, None], constrained
+@dataclass(frozen=True)
+class Demand:
+    """The distinct pending pods as columns, ready to compare against every node at once."""
+
+    need_full: IntArray  # whole GPUs needed (0 for a fraction)
+    need_share: IntArray  # milli-GPU needed on one GPU (0 for whole GPUs)
+    cpu: IntArray
+    memory: IntArray
+    constrained: tuple[PodSpec, ...]  # pods with a GPU-model rule, checked one by one
+
+    @classmethod
+    def of(cls, pending: Iterable[Sequence[PodSpec]]) -> Demand | None:
+        pods = {pod for shape in pending for pod in shape}
+        if not pods:
+            return None
+        plain = [pod for pod in pods if pod.gpu_model is None]
+
+        def column(values: list[int]) -> IntArray:
+            return np.array(values, dtype=np.int64)[:, None]
+
+        return cls(
+            column([pod.gpu_count if pod.gpu_milli == MILLI else 0 for pod in plain]),
+            column([pod.gpu_milli if 0 < pod.gpu_milli < MILLI else 0 for pod in plain]),
+            column([pod.cpu_milli for pod in plain]),
+            column([pod.memory_mib for pod in plain]),
+            tuple(pod for pod in pods if pod.gpu_model is not None),
+        )
 
 
-def stranded_gpus(state: ClusterState, pending: Iterable[Sequence[PodSpec]]) -> float:
+def stranded_gpus(state: ClusterState, demand: Demand | None) -> float:
     """Free GPU capacity (in GPUs) on nodes where no pending pod fits; 0 when nothing is pending.
 
     A node's free GPUs are stranded when some work is waiting but not one waiting pod could be placed on
@@ -67,17 +84,15 @@ def stranded_gpus(state: ClusterState, pending: Iterable[Sequence[PodSpec]]) -> 
     CPU, memory or GPU model rule every waiting pod out. Free GPUs on a node where a waiting pod fits are
     not stranded, even if that pod's gang as a whole cannot start yet: that is queueing, not stranding.
     """
-    pods = frozenset(pod for shape in pending for pod in shape)
-    if not pods:
+    if demand is None:
         return 0.0
-    need_full, need_share, cpu, memory, constrained = _demand_arrays(pods)
     usable = (
-        (state.full_free >= need_full)
-        & (state.max_free >= need_share)
-        & (state.cpu_free >= cpu)
-        & (state.memory_free >= memory)
+        (state.full_free >= demand.need_full)
+        & (state.max_free >= demand.need_share)
+        & (state.cpu_free >= demand.cpu)
+        & (state.memory_free >= demand.memory)
     ).any(axis=0)
-    for pod in constrained:
+    for pod in demand.constrained:
         usable |= state.fit_mask(pod)
     return float(state.free_milli[~usable].sum()) / MILLI
 

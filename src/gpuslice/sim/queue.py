@@ -6,10 +6,13 @@ import heapq
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gpuslice.sim.cluster import ClusterState
 from gpuslice.sim.model import JobSpec, PodSpec
+
+if TYPE_CHECKING:
+    from gpuslice.sim.engine import Engine
 
 Shape = tuple[PodSpec, ...]
 SortKey = tuple[Any, ...]
@@ -31,11 +34,14 @@ class QueueOrder(Protocol):
 
     Static orders (`dynamic` False) give every unit a fixed `key` when it is queued. Dynamic orders such as
     DRF also put units in buckets (`bucket`, e.g. the tenant); the engine then calls `rank` on the head of
-    every bucket before each pick, so the rank may depend on the current allocation.
+    every bucket before each pick, so the rank may depend on the current allocation, which `attach` gives
+    access to (`engine.tenant_usage`, `engine.state`, `engine.now`).
     """
 
     name: str
     dynamic: bool
+
+    def attach(self, engine: Engine) -> None: ...
 
     def key(self, unit: Unit) -> SortKey: ...
 
@@ -54,6 +60,9 @@ class PriorityOrder:
 
     name = "priority"
     dynamic = False
+
+    def attach(self, engine: Engine) -> None:
+        return None
 
     def key(self, unit: Unit) -> SortKey:
         return (-unit.job.priority, unit.job.submit, unit.pod_indices[0], unit.seq)
@@ -98,6 +107,7 @@ class PendingQueue:
         self._revived = False
         self._counter = 0
         self.size = 0
+        self.shapes_version = 0  # changes whenever the set of pending shapes changes
 
     def __len__(self) -> int:
         return self.size
@@ -107,6 +117,8 @@ class PendingQueue:
         heap = self._buckets.get(bucket_key)
         if heap is None:
             heap = self._buckets[bucket_key] = []
+            if not self._buckets_per_shape[unit.pods]:
+                self.shapes_version += 1
             self._buckets_per_shape[unit.pods] += 1
         self._counter += 1
         heapq.heappush(heap, (self.order.key(unit), self._counter, unit))
@@ -228,3 +240,4 @@ class PendingQueue:
         if self._buckets_per_shape[shape] <= 0:
             del self._buckets_per_shape[shape]
             self._dead.discard(shape)
+            self.shapes_version += 1

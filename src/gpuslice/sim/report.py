@@ -20,7 +20,8 @@ from gpuslice.sim.metrics import FloatArray, SimResult
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-LONG_RUN_JOBS = 20_000  # jobs x policies above which a progress bar is worth drawing without a TTY
+_LINE_STYLES = ("-", "--", "-.", ":")
+LONG_RUN_JOBS = 100_000  # jobs x policies above which a progress bar is worth drawing without a TTY
 
 
 def _duration(seconds: float) -> str:
@@ -146,10 +147,11 @@ def plot_comparison(comparison: Comparison, path: str | Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
-    for result in comparison.results:
+    for position, result in enumerate(comparison.results):
+        style = _LINE_STYLES[position % len(_LINE_STYLES)]  # policies with equal results still show
         centres, means = binned_utilization(result)
-        left.plot(centres / 3600, 100 * means, label=result.policy, linewidth=1.2)
-        _wait_ecdf(right, result)
+        left.plot(centres / 3600, 100 * means, style, label=result.policy, linewidth=1.4)
+        _wait_ecdf(right, result, style)
     left.set(xlabel="time (h)", ylabel="GPUs busy (%)", title="GPU utilization over time", ylim=(0, 105))
     right.set(xlabel="queue wait (min, symlog)", ylabel="jobs waiting at most this long (%)", title="Queue wait")
     right.set_xscale("symlog", linthresh=1.0)
@@ -163,12 +165,12 @@ def plot_comparison(comparison: Comparison, path: str | Path) -> None:
     plt.close(figure)
 
 
-def _wait_ecdf(axes: Axes, result: SimResult) -> None:
+def _wait_ecdf(axes: Axes, result: SimResult, style: str) -> None:
     waits = np.sort(result.waits) / 60
     if len(waits) == 0:
         return
     fraction = 100 * np.arange(1, len(waits) + 1) / len(waits)
-    axes.step(waits, fraction, where="post", label=result.policy, linewidth=1.2)
+    axes.step(waits, fraction, style, where="post", label=result.policy, linewidth=1.4)
 
 
 @contextmanager

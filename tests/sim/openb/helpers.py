@@ -39,12 +39,16 @@ def typical(*weighted: tuple[Shape, int]) -> TypicalTasks:
 DEFAULT_TYPICAL = typical((shape(4000, 500, 1), 2), (shape(8000, 1000, 1), 1), (shape(2000, 0, 0), 1))
 
 
-def cluster(nodes: NodeTable, tie_order: Sequence[int] | None = None, tasks: TypicalTasks = DEFAULT_TYPICAL) -> ClusterState:
+def cluster(
+    nodes: NodeTable, tie_order: Sequence[int] | None = None, tasks: TypicalTasks = DEFAULT_TYPICAL
+) -> ClusterState:
     order = list(range(len(nodes.names))) if tie_order is None else list(tie_order)
     return ClusterState(nodes, order, TaskArrays.build(tasks, len(nodes.models)))
 
 
-def policy(name: str, state: ClusterState, shapes: Sequence[Shape], tasks: TypicalTasks = DEFAULT_TYPICAL, seed: int = 0) -> Policy:
+def policy(
+    name: str, state: ClusterState, shapes: Sequence[Shape], tasks: TypicalTasks = DEFAULT_TYPICAL, seed: int = 0
+) -> Policy:
     return make_policy(name, PolicyContext(state, list(shapes), tasks, np.random.default_rng(seed)))
 
 

@@ -55,6 +55,28 @@ def fgd(state: ClusterState, node: int, shape: Shape, typical: TypicalTasks) -> 
     return sigmoid_score(before - after, weight), gpus
 
 
+def cpu_fgd(state: ClusterState, node: int, shape: Shape, typical: TypicalTasks) -> tuple[int, tuple[int, ...]]:
+    """fgd-cpu: FGD's Δ plus the change of S = max(0, free GPU - free CPU / κ)."""
+    gpu_tasks = [(t, w) for t, w in zip(typical.shapes, typical.weights, strict=True) if t.num_gpu]
+    kappa = sum(w * t.cpu for t, w in gpu_tasks) / sum(w * t.gpu_request for t, w in gpu_tasks)
+    row, cpu, model = state.gpu_rows[node], state.cpu_list[node], state.model_list[node]
+    weight = typical.total_weight
+    before = node_fragment_weighted(cpu, row, model, typical)
+    total = sum(row)
+    relief = max(0.0, total - cpu / kappa) - max(0.0, total - shape.gpu_request - (cpu - shape.cpu) / kappa)
+    bonus = round(relief * weight)
+    candidates = [i for i, free in enumerate(row) if free >= shape.gpu_milli] if shape.is_fractional else [-1]
+    best, best_gpus = -1, ()
+    for i in candidates:
+        gpus = (i,) if i >= 0 else whole_gpus(row, shape.num_gpu)
+        after_row = [free - shape.gpu_milli if g in gpus else free for g, free in enumerate(row)]
+        after = node_fragment_weighted(cpu - shape.cpu, after_row, model, typical)
+        value = sigmoid_score(before - after + bonus, weight)
+        if (not best_gpus and best < 0) or value > best:
+            best, best_gpus = value, gpus
+    return best, best_gpus
+
+
 def score(
     name: str, state: ClusterState, node: int, shape: Shape, typical: TypicalTasks, classes: list[set[str]]
 ) -> tuple[int, tuple[int, ...]]:
@@ -62,6 +84,8 @@ def score(
     free_total = sum(row)
     if name == "fgd":
         return fgd(state, node, shape, typical)
+    if name == "fgd-cpu":
+        return cpu_fgd(state, node, shape, typical)
     if shape.num_gpu == 0:
         gpus: tuple[int, ...] = ()
     elif shape.is_fractional:
@@ -101,7 +125,11 @@ def choose(
     name: str, state: ClusterState, shape: Shape, memory: int, typical: TypicalTasks, classes: list[set[str]]
 ) -> tuple[int, tuple[int, ...]] | None:
     """Highest score wins; among equal scores the node first in tie order (smallest index)."""
-    scored = [(node, *score(name, state, node, shape, typical, classes)) for node in range(state.n) if feasible(state, node, shape, memory)]
+    scored = [
+        (node, *score(name, state, node, shape, typical, classes))
+        for node in range(state.n)
+        if feasible(state, node, shape, memory)
+    ]
     if not scored:
         return None
     if name == "bestfit":  # min-max normalised to 0..100 with integer arithmetic

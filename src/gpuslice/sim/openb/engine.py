@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from gpuslice.sim.openb.frag import TaskArrays
 from gpuslice.sim.openb.policies import PolicyContext, make_policy
-from gpuslice.sim.openb.protocol import DEFAULT_RATIO, plan_arrivals
+from gpuslice.sim.openb.protocol import DEFAULT_RATIO, ArrivalPlan, plan_arrivals
 from gpuslice.sim.openb.shapes import ShapeTable, TypicalTasks, build_shapes, typical_tasks
 from gpuslice.sim.openb.state import ClusterState
 from gpuslice.sim.openb.trace import Trace
@@ -69,6 +69,12 @@ class RunResult:
 def simulate(workload: Workload, policy_name: str, seed: int, ratio: float = DEFAULT_RATIO) -> RunResult:
     trace = workload.trace
     plan = plan_arrivals(trace.pods, len(trace.nodes.names), workload.total_gpus, seed, ratio)
+    return run_plan(workload, policy_name, plan)[0]
+
+
+def run_plan(workload: Workload, policy_name: str, plan: ArrivalPlan) -> tuple[RunResult, ClusterState]:
+    """Place the plan's pods in order (reference §3 steps 6-7); returns the result and the final cluster."""
+    trace = workload.trace
     tie_order = np.argsort(plan.node_prefix, kind="stable")  # rank r holds the node whose prefix is r
     cluster = ClusterState(trace.nodes, tie_order, workload.tasks)
     shapes = workload.shapes.shapes
@@ -102,11 +108,11 @@ def simulate(workload: Workload, policy_name: str, seed: int, ratio: float = DEF
         allocated[i] = cluster.allocated_milli
     frag_weighted = _fragment_trajectory(cluster, initial_states, old_state, new_state)
     seconds = time.perf_counter() - started
-    return RunResult(
+    result = RunResult(
         workload=workload.name,
         policy=policy_name,
-        seed=seed,
-        ratio=ratio,
+        seed=plan.seed,
+        ratio=plan.ratio,
         total_gpus=workload.total_gpus,
         arrived_milli=np.array(arrived, dtype=np.int64),
         allocated_milli=np.array(allocated, dtype=np.int64),
@@ -116,6 +122,7 @@ def simulate(workload: Workload, policy_name: str, seed: int, ratio: float = DEF
         failed=failed,
         placement_seconds=seconds,
     )
+    return result, cluster
 
 
 def _fragment_trajectory(

@@ -30,7 +30,9 @@ def task_fragment(cpu_free: int, gpu_free: Sequence[int], model: int, task: Shap
 
 def node_fragment_weighted(cpu_free: int, gpu_free: Sequence[int], model: int, typical: TypicalTasks) -> int:
     """Σ_m weight_m · F_n(m): F_n(M) scaled by the typical tasks' total weight (exact integer)."""
-    return sum(w * task_fragment(cpu_free, gpu_free, model, t) for t, w in zip(typical.shapes, typical.weights, strict=True))
+    return sum(
+        w * task_fragment(cpu_free, gpu_free, model, t) for t, w in zip(typical.shapes, typical.weights, strict=True)
+    )
 
 
 def node_fragment(cpu_free: int, gpu_free: Sequence[int], model: int, typical: TypicalTasks) -> float:
@@ -83,4 +85,5 @@ class TaskArrays:
         F(t) = total - big[t] when task t can run (model usable, CPU enough, enough fitting GPUs), else total.
         """
         runs = self.usable[model] & (cpu[..., None] >= self.cpu) & (count >= self.num_gpu)
-        return total * self.total_weight - (np.where(runs, big, 0) @ self.weight)
+        fitting_sum = np.asarray(np.where(runs, big, 0) @ self.weight, dtype=np.int64)
+        return np.asarray(total * self.total_weight - fitting_sum, dtype=np.int64)

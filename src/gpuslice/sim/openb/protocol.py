@@ -22,6 +22,7 @@ class ArrivalPlan:
     """
 
     seed: int
+    ratio: float
     order: npt.NDArray[np.int64]
     clones: int
     removed: int
@@ -30,7 +31,9 @@ class ArrivalPlan:
     rng: np.random.Generator
 
 
-def plan_arrivals(pods: PodTable, num_nodes: int, total_gpus: int, seed: int, ratio: float = DEFAULT_RATIO) -> ArrivalPlan:
+def plan_arrivals(
+    pods: PodTable, num_nodes: int, total_gpus: int, seed: int, ratio: float = DEFAULT_RATIO
+) -> ArrivalPlan:
     """Steps 1-5 of the protocol (reference §3).
 
     1. seed the RNG; 3. shuffle the name-sorted pods; 5. inflate: draw pods uniformly with replacement and
@@ -61,6 +64,7 @@ def plan_arrivals(pods: PodTable, num_nodes: int, total_gpus: int, seed: int, ra
     node_prefix = rng.permutation(num_nodes).astype(np.int64)
     return ArrivalPlan(
         seed=seed,
+        ratio=ratio,
         order=np.array(order, dtype=np.int64),
         clones=clones,
         removed=removed,

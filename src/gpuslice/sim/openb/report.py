@@ -21,7 +21,9 @@ RATE_POINTS = (50, 70, 80, 90, 95, 100)
 
 def select(records: Sequence[Record], workload: str | None = None, policy: str | None = None) -> list[Record]:
     return [
-        r for r in records if (workload is None or r["workload"] == workload) and (policy is None or r["policy"] == policy)
+        r
+        for r in records
+        if (workload is None or r["workload"] == workload) and (policy is None or r["policy"] == policy)
     ]
 
 
@@ -121,7 +123,7 @@ def comparison_table(records: Sequence[Record], total_gpus: int = 6212) -> Table
 
 def fragment_tables(records: Sequence[Record]) -> tuple[Table, Table]:
     """Fragmentation amount / allocation and fragmentation rate by arrived %, ours (paper)."""
-    policies = [p for p in ordered_policies(select(records, "default"))]
+    policies = list(ordered_policies(select(records, "default")))
     amount = Table(title="Fragmentation amount % / GPU allocation % by arrived %, ours (paper), mean of seeds")
     rate = Table(title="Fragmentation rate % (share of idle GPU capacity) by arrived %, ours (paper)")
     for table in (amount, rate):

@@ -79,7 +79,7 @@ class StateTable:
     def frag(self, sids: IntArray) -> IntArray:
         """Σ_m w_m F_n(m) of each state."""
         self.ensure(sids)
-        return self.packed[sids, self.FRAG]
+        return np.asarray(self.packed[sids, self.FRAG], dtype=np.int64)
 
 
 class ClusterState:
@@ -112,7 +112,10 @@ class ClusterState:
         self.model_list: list[int] = self.model.tolist()
         self.states = StateTable(tasks, self.slots)
         self.state = np.array(
-            [self.states.intern(m, c, tuple(r)) for m, c, r in zip(self.model_list, self.cpu_list, self.gpu_rows, strict=True)],
+            [
+                self.states.intern(m, c, tuple(r))
+                for m, c, r in zip(self.model_list, self.cpu_list, self.gpu_rows, strict=True)
+            ],
             dtype=np.int64,
         )
         self.state_list: list[int] = self.state.tolist()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuslice.sim.openb.engine import Workload, simulate
-from gpuslice.sim.openb.metrics import record_of
+from gpuslice.sim.openb.metrics import record_of, seed_stat
 from gpuslice.sim.openb.policies import FACTORIES
 from gpuslice.sim.openb.protocol import DEFAULT_RATIO
 from gpuslice.sim.openb.trace import load_trace, resolve_trace_dir
@@ -103,3 +103,25 @@ def run_sweep(
             if progress:
                 progress(results[i])
     return [results[i] for i in range(len(todo))]
+
+
+def progress_line(record: dict[str, Any]) -> str:
+    return (
+        f"  {record['workload']:<12} {record['policy']:<10} seed {record['seed']:<4} unallocated "
+        f"{record['unallocated_gpu_pct_at_100']:6.2f} % @100 {record['unallocated_gpu_pct_at_130']:6.2f} % @130"
+        f"  ({record['placement_seconds']:.2f} s)"
+    )
+
+
+def summary_lines(records: Sequence[dict[str, Any]]) -> list[str]:
+    """Plain-text table: mean ± sd of unallocated GPU % per (workload, policy), and seconds per run."""
+    lines = [f"{'workload':<12} {'policy':<10} {'seeds':>5} {'unalloc@100 %':>15} {'unalloc@130 %':>15} {'s/run':>6}"]
+    for workload, policy in dict.fromkeys((r["workload"], r["policy"]) for r in records):
+        runs = [r for r in records if r["workload"] == workload and r["policy"] == policy]
+        a, b = seed_stat(runs, "unallocated_gpu_pct", 100), seed_stat(runs, "unallocated_gpu_pct", 130)
+        seconds = sum(r["placement_seconds"] for r in runs) / len(runs)
+        lines.append(
+            f"{workload:<12} {policy:<10} {len(runs):>5} {a.mean:8.2f} ± {a.sd:4.2f} "
+            f"{b.mean:8.2f} ± {b.sd:4.2f} {seconds:6.2f}"
+        )
+    return lines

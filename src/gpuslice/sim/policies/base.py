@@ -10,6 +10,8 @@ import numpy as np
 from gpuslice.sim.cluster import Binding, BoolArray, ClusterState
 from gpuslice.sim.model import JobSpec, PodSpec
 
+_NEVER = np.iinfo(np.int64).max
+
 # Chooses a node index for one pod, or None when no allowed node fits it.
 NodeChooser = Callable[[PodSpec, ClusterState, BoolArray | None], int | None]
 
@@ -48,7 +50,7 @@ def best_fitting(pod: PodSpec, state: ClusterState, allowed: BoolArray | None) -
     if allowed is not None:
         mask &= allowed
     # One integer key: free milli-GPU first, free CPU second (CPU stays below 2**40 milli-cores).
-    key = np.where(mask, (state.free_milli << 40) + state.cpu_free, np.iinfo(np.int64).max)
+    key = np.where(mask, (state.free_milli << 40) + state.cpu_free, _NEVER)
     node = int(key.argmin())
     return node if mask[node] else None
 

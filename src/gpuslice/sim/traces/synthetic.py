@@ -55,8 +55,8 @@ DEFAULT_MIX: tuple[JobClass, ...] = (
 class SyntheticParams:
     """Parameters of the generator; `synthetic:jobs=5000,load=0.8,nodes=128` on the command line."""
 
-    jobs: int = 3000
-    load: float = 0.7  # offered load: arriving GPU-seconds per second / cluster GPUs
+    jobs: int = 5000
+    load: float = 0.9  # offered load: arriving GPU-seconds per second / cluster GPUs
     nodes: int = 64
     preset: str = "dgx-h100"
     island: int = 8  # nodes per NVLink island

@@ -80,7 +80,7 @@ class FgdScorer:
             self._grow()
         row = self.cache[shape.index]
         ids = self.cluster.state
-        scores = row[ids]
+        scores: npt.NDArray[np.int16] = row[ids]
         missing = ids[scores == UNKNOWN]
         if len(missing):
             fresh = np.unique(missing) if len(missing) > 8 else missing

@@ -1,0 +1,111 @@
+"""Wiring for `migStrategy: dynamic`: geometry + checkpoint + MigControl + pod-resources watcher, one lifecycle."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuslice.allocation import AllocateOptions, WholeGpuRule
+from gpuslice.discovery.nvml_mig import MigControl
+from gpuslice.plugin.dynamic_mig import DynamicMig, ResumeReport, live_instances_for
+from gpuslice.plugin.dynamic_service import DynamicResourceService
+from gpuslice.plugin.pod_resources_watch import (
+    ADMISSION_GRACE_S,
+    POLL_INTERVAL_S,
+    PodResourcesClient,
+    ReleaseWatcher,
+)
+from gpuslice.plugin.service import PluginObserver, ResourceService
+from gpuslice.sharing import HealthStore, Resource
+from gpuslice.sharing.dynamic_mig import DynamicMigGeometry
+from gpuslice.sharing.mig_checkpoint import FILE_NAME, MigCheckpoint
+
+log = logging.getLogger("gpuslice.plugin.dynamic_mig")
+
+
+@dataclass(frozen=True)
+class DynamicMigSettings:
+    """Where the pieces live and how often to look; defaults are the production ones."""
+
+    pod_resources_socket: Path
+    checkpoint_path: Path
+    poll_interval_s: float = POLL_INTERVAL_S
+    admission_grace_s: float = ADMISSION_GRACE_S
+
+    @classmethod
+    def beside(cls, socket_dir: str | Path, pod_resources_socket: str | Path) -> DynamicMigSettings:
+        """The checkpoint next to the plugin sockets (the kubelet's wipe only removes sockets)."""
+        return cls(Path(pod_resources_socket), Path(socket_dir) / FILE_NAME)
+
+
+class DynamicMigRuntime:
+    """Resumes the geometry before serving, watches pod-resources while serving, and builds the services.
+
+    Call `start()` before the servers start (it resumes from the checkpoint or rebuilds it) and `stop()`
+    after they stop. `service_for` is the PluginManager's service factory.
+    """
+
+    def __init__(
+        self,
+        resources: Sequence[Resource],
+        node_name: str,
+        control: MigControl,
+        settings: DynamicMigSettings,
+    ) -> None:
+        self.settings = settings
+        self.geometry = DynamicMigGeometry(resources)
+        gpu_indices = sorted(gpu.index for gpu in self.geometry.gpus)
+        self.dynamic = DynamicMig(
+            self.geometry,
+            control,
+            MigCheckpoint(settings.checkpoint_path, node_name),
+            live_instances_for(control, gpu_indices),
+        )
+        self.client = PodResourcesClient(settings.pod_resources_socket)
+        self.watcher = ReleaseWatcher(
+            self.dynamic, self.client.list_in_use, settings.poll_interval_s, settings.admission_grace_s
+        )
+        self.last_resume: ResumeReport | None = None
+
+    @property
+    def resource_names(self) -> tuple[str, ...]:
+        return self.geometry.resource_names
+
+    def start(self) -> ResumeReport:
+        """Resume once per process (a kubelet restart keeps our state), then watch. Idempotent."""
+        if self.last_resume is None:
+            self.last_resume = self.dynamic.resume(self.client.list_in_use)
+        self.watcher.start()
+        return self.last_resume
+
+    def wait_until_listed(self, timeout_s: float = 10.0) -> bool:
+        """True once pod-resources has listed every held placement (so a pod deletion now reads as a release).
+
+        For demos and tests: a pod deleted before its first listing is only freed after the admission grace.
+        """
+        deadline = time.monotonic() + timeout_s
+        while not all(h.seen for h in self.geometry.holdings()):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    def stop(self) -> None:
+        self.watcher.stop()
+        self.client.close()
+
+    def service_for(
+        self,
+        resource: Resource,
+        health: HealthStore,
+        options: AllocateOptions | None = None,
+        whole_gpu_rule: WholeGpuRule | None = None,
+        observer: PluginObserver | None = None,
+    ) -> ResourceService:
+        """A DynamicResourceService for a resource with placements, the usual service otherwise."""
+        if resource.name in self.geometry.resource_names:
+            return DynamicResourceService(resource, health, self.dynamic, options, whole_gpu_rule, observer)
+        return ResourceService(resource, health, options, whole_gpu_rule, observer)

@@ -1,0 +1,304 @@
+"""The sharing-tier simulator: jobs whose speed changes with their neighbours, on nodes of one mechanism each.
+
+Its own small event loop, because the core engine's jobs run at a fixed speed set when they start, while
+here a time-sliced job slows down whenever a neighbour arrives and speeds up when it leaves: every change
+on a GPU re-times the jobs on it (remaining work / new speed). Queue: priority, then submission; a
+job shape that did not fit is not tried again in the same pass. Whole-GPU jobs use whole, empty GPUs of
+a node (best-fit node); a fractional job goes to the GPU that is fullest already where it fits (so shared
+GPUs fill before a new one is opened), trying the plan's node groups in order. Memory and CPU of the host
+are not modelled here; the core engine does that.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpuslice.sim.hooks import ExtendedResult
+from gpuslice.sim.metrics import Timeline, percentile, summarize
+from gpuslice.sim.model import ClusterSpec, JobSpec, SimModelError
+from gpuslice.sim.runs import JobRun, JobStatus
+from gpuslice.sim.tiers.model import Demand, GpuSlot
+from gpuslice.sim.tiers.plans import TierPlan
+
+HOUR = 3600.0
+_SUBMIT, _FINISH = 0, 1
+
+
+@dataclass
+class _Job:
+    run: JobRun
+    demand: Demand | None  # None: a whole-GPU job
+    gpus: int
+    remaining: float
+    speed: float = 1.0
+    updated: float = 0.0
+    version: int = 0
+    slots: tuple[GpuSlot, ...] = ()
+    overcommitted: bool = False
+
+
+class TierEngine:
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        jobs: Sequence[JobSpec],
+        plan: TierPlan,
+        gpu_memory: Mapping[str, int] | None = None,
+        trace_name: str = "",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.cluster, self.plan, self.trace_name, self.progress = cluster, plan, trace_name, progress
+        self.slots = [
+            [GpuSlot.build(gpu, plan.mechanisms[n], plan.params) for gpu in node.gpus]
+            for n, node in enumerate(cluster.nodes)
+        ]
+        self.jobs = [self._job(spec, seq, gpu_memory or {}) for seq, spec in enumerate(jobs)]
+        self.events: list[tuple[float, int, int, Any]] = []
+        self.counter = 0
+        self.now = 0.0
+        self.pending: list[tuple[tuple[float, float, int], _Job]] = []
+        self.timeline = Timeline()
+        self.sums: dict[str, float] = dict.fromkeys(
+            ("frac_time", "gpu_domain", "crash", "memory", "shared_gpu_time", "overcommit"), 0.0
+        )
+        self.sample: dict[str, float] | None = None
+        self.last_time = 0.0
+        self.done = 0
+        for job in self.jobs:
+            self._push(job.run.spec.submit, _SUBMIT, job)
+
+    def _job(self, spec: JobSpec, seq: int, gpu_memory: Mapping[str, int]) -> _Job:
+        if len(spec.pods) != 1:
+            raise SimModelError(f"job {spec.job_id!r}: the sharing-tier simulator takes single-pod jobs only")
+        pod = spec.pods[0]
+        run = JobRun.new(spec, seq)
+        if pod.fractional:
+            memory = gpu_memory.get(spec.job_id, int(pod.gpus * self.cluster.nodes[0].gpus[0].memory_mib))
+            return _Job(run, Demand(pod.gpus, memory), 1, spec.duration)
+        return _Job(run, None, pod.gpu_count, spec.duration)
+
+    def _push(self, at: float, kind: int, payload: Any) -> None:
+        self.counter += 1
+        heapq.heappush(self.events, (at, self.counter, kind, payload))
+
+    # -- the loop -----------------------------------------------------------------------------
+    def run(self) -> ExtendedResult:
+        batches = 0
+        while self.events:
+            self.now = self.events[0][0]
+            while self.events and self.events[0][0] == self.now:
+                _, _, kind, payload = heapq.heappop(self.events)
+                if kind == _SUBMIT:
+                    self._submit(payload)
+                else:
+                    job, version = payload
+                    if version == job.version:
+                        self._finish(job)
+            self._pass()
+            self._record()
+            batches += 1
+            if self.progress is not None and batches % 500 == 0:
+                self.progress(self.done, len(self.jobs))
+        if self.progress is not None:
+            self.progress(self.done, len(self.jobs))
+        return self._result()
+
+    def _submit(self, job: _Job) -> None:
+        if not self._could_ever_fit(job):
+            job.run.status = JobStatus.REJECTED
+            self.done += 1
+            return
+        spec = job.run.spec
+        heapq.heappush(self.pending, ((-spec.priority, spec.submit, job.run.seq), job))
+
+    def _pass(self) -> None:
+        failed: set[tuple[Any, ...]] = set()
+        kept: list[tuple[tuple[float, float, int], _Job]] = []
+        while self.pending:
+            entry = heapq.heappop(self.pending)
+            job = entry[1]
+            shape = (job.demand, job.gpus)
+            if shape in failed or not self._place(job):
+                failed.add(shape)
+                kept.append(entry)
+        for entry in kept:
+            heapq.heappush(self.pending, entry)
+
+    # -- placement ----------------------------------------------------------------------------
+    def _place(self, job: _Job) -> bool:
+        if job.demand is None:
+            chosen = self._whole_gpus(job.gpus)
+            if chosen is None:
+                return False
+            for slot in chosen:
+                slot.exclusive = job.run.seq
+            self._start(job, tuple(chosen))
+            return True
+        for group in self.plan.fractional_routes:
+            best: tuple[tuple[Any, ...], GpuSlot, Any] | None = None
+            for node in group:
+                empties = sum(slot.empty and slot.takes_whole_jobs for slot in self.slots[node])
+                for index, slot in enumerate(self.slots[node]):
+                    share = slot.fit(job.run.seq, job.demand)
+                    if share is None:
+                        continue
+                    key = (slot.empty, -slot.held(), empties, node, index)
+                    if best is None or key < best[0]:
+                        best = (key, slot, share)
+            if best is not None:
+                _, slot, share = best
+                slot.add(share)
+                self._start(job, (slot,))
+                self._retime(slot, exclude=job)
+                return True
+        return False
+
+    def _whole_gpus(self, count: int) -> list[GpuSlot] | None:
+        best: tuple[int, int] | None = None
+        for node in self.plan.training_nodes:
+            free = sum(slot.empty and slot.takes_whole_jobs for slot in self.slots[node])
+            if free >= count and (best is None or free < best[0]):
+                best = (free, node)
+        if best is None:
+            return None
+        return [slot for slot in self.slots[best[1]] if slot.empty and slot.takes_whole_jobs][:count]
+
+    def _could_ever_fit(self, job: _Job) -> bool:
+        if job.demand is None:
+            return any(sum(s.takes_whole_jobs for s in self.slots[n]) >= job.gpus for n in self.plan.training_nodes)
+        for group in self.plan.fractional_routes:
+            for node in group:
+                for slot in self.slots[node]:
+                    fresh = GpuSlot.build(slot.gpu, slot.mechanism, slot.params)
+                    if fresh.fit(job.run.seq, job.demand) is not None:
+                        return True
+        return False
+
+    # -- running ------------------------------------------------------------------------------
+    def _start(self, job: _Job, slots: tuple[GpuSlot, ...]) -> None:
+        job.slots = slots
+        job.run.start_time = self.now
+        job.run.status = JobStatus.RUNNING
+        job.updated = self.now
+        job.speed = slots[0].speed() if job.demand is not None else 1.0
+        self._schedule_finish(job)
+
+    def _schedule_finish(self, job: _Job) -> None:
+        job.version += 1
+        self._push(self.now + job.remaining / job.speed, _FINISH, (job, job.version))
+
+    def _retime(self, slot: GpuSlot, exclude: _Job | None = None) -> None:
+        """The jobs on `slot` changed: book each one's progress at its old speed and re-time its end."""
+        speed = slot.speed()
+        for seq in slot.shares:
+            job = self.jobs[seq]
+            if job is exclude or job.speed == speed:
+                continue
+            job.remaining = max(0.0, job.remaining - job.speed * (self.now - job.updated))
+            job.updated = self.now
+            job.speed = speed
+            self._schedule_finish(job)
+
+    def _finish(self, job: _Job) -> None:
+        for slot in job.slots:
+            slot.remove(job.run.seq)
+        job.run.end_time = self.now
+        job.run.status = JobStatus.DONE
+        job.version += 1
+        self.done += 1
+        if job.demand is not None:
+            self._retime(job.slots[0])
+
+    # -- metrics ------------------------------------------------------------------------------
+    def _record(self) -> None:
+        span = self.now - self.last_time
+        if self.sample is not None and span > 0:
+            for key, value in self.sample.items():
+                self.sums[key] += span * value
+        self.last_time = self.now
+        busy = held = 0.0
+        sample = dict.fromkeys(self.sums, 0.0)
+        for node in self.slots:
+            for slot in node:
+                busy += slot.busy()
+                held += slot.held()
+                if not slot.shares:
+                    continue
+                count = len(slot.shares)
+                sample["frac_time"] += count
+                sample["gpu_domain"] += count * count
+                sample["crash"] += count * slot.crash_domain()
+                sample["memory"] += count * slot.memory_domain()
+                sample["shared_gpu_time"] += 1
+                if slot.memory_overcommitted():
+                    sample["overcommit"] += 1
+                    for seq in slot.shares:
+                        self.jobs[seq].overcommitted = True
+        self.sample = sample
+        stranded = self._stranded() if self.pending else 0.0
+        self.timeline.record(self.now, busy, busy, held, stranded)
+
+    def _stranded(self) -> float:
+        """Free GPU capacity (in GPUs) on GPUs where no waiting job could be placed now."""
+        shapes = {(job.demand, job.gpus): job for _, job in self.pending}
+        total = 0.0
+        for node, slots in enumerate(self.slots):
+            for slot in slots:
+                free = 1.0 - slot.held()
+                if free <= 1e-9:
+                    continue
+                usable = False
+                for job in shapes.values():
+                    if job.demand is None:
+                        empty = sum(s.empty and s.takes_whole_jobs for s in slots)
+                        usable = slot.empty and node in self.plan.training_nodes and empty >= job.gpus
+                    else:
+                        usable = slot.fit(job.run.seq, job.demand) is not None
+                    if usable:
+                        break
+                if not usable:
+                    total += free
+        return total
+
+    def _result(self) -> ExtendedResult:
+        runs = [job.run for job in self.jobs]
+        base = summarize(self.plan.name, self.trace_name, runs, self.timeline, self.cluster.total_gpus, 0)
+        sums = self.sums
+        frac = sums["frac_time"]
+        extras: dict[str, Any] = {
+            "jobs_per_shared_gpu": round(frac / sums["shared_gpu_time"], 3) if sums["shared_gpu_time"] else 0.0,
+            "gpu_fault_domain_jobs": round(sums["gpu_domain"] / frac, 3) if frac else 0.0,
+            "crash_domain_jobs": round(sums["crash"] / frac, 3) if frac else 0.0,
+            "memory_domain_jobs": round(sums["memory"] / frac, 3) if frac else 0.0,
+            "memory_overcommit_gpu_hours": round(sums["overcommit"] / HOUR, 3),
+            "oom_exposed_jobs": sum(job.overcommitted for job in self.jobs),
+            "fractional_gpu_hours_held": round(sums["shared_gpu_time"] / HOUR, 3),
+            "by_kind": self._by_kind(),
+        }
+        return ExtendedResult.of(base, extras)
+
+    def _by_kind(self) -> dict[str, dict[str, float]]:
+        table: dict[str, dict[str, float]] = {}
+        for kind, members in (
+            ("inference", [j for j in self.jobs if j.demand]),
+            ("training", [j for j in self.jobs if not j.demand]),
+        ):
+            waits = [j.run.wait for j in members if j.run.wait is not None]
+            stretch = [
+                (j.run.end_time - j.run.start_time) / j.run.spec.duration
+                for j in members
+                if j.run.end_time is not None and j.run.start_time is not None
+            ]
+            table[kind] = {
+                "jobs": len(members),
+                "completed": len(stretch),
+                "wait_p50": round(percentile(waits, 50), 3),
+                "wait_p99": round(percentile(waits, 99), 3),
+                "run_time_stretch": round(float(np.mean(stretch)) if stretch else 0.0, 4),
+            }
+        return table

@@ -1,0 +1,1 @@
+"""Tests for gpuslice.health and the health event sources."""

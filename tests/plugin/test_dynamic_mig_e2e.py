@@ -1,0 +1,314 @@
+"""Dynamic MIG end to end over real gRPC: create on Allocate, blocked placements, releases via pod-resources,
+concurrent clients, restart from the checkpoint, and a corrupt checkpoint rebuilt from pod-resources."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from gpuslice.config import parse_config_text
+from gpuslice.discovery import parse_node_spec
+from gpuslice.discovery.nvml import MigControlError
+from gpuslice.discovery.nvml_mig import RecordingMigControl
+from gpuslice.gpu import MigInstance, Node
+from gpuslice.gpu.mig import H100_80GB
+from gpuslice.kubelet import MockKubelet
+from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
+from gpuslice.plugin.pod_resources_watch import POD_RESOURCES_SOCKET_ENV, pod_resources_socket
+from gpuslice.plugin.server import ResourceServer
+from gpuslice.sharing import HealthStore
+from gpuslice.sharing.dynamic_mig import slot_id
+from gpuslice.sharing.dynamic_plan import build_dynamic_plan
+from gpuslice.sharing.mig_checkpoint import CORRUPT_SUFFIX, read_checkpoint
+from gpuslice.wire import DEFAULT_POD_RESOURCES_SOCKET
+
+from .rpc import TIMEOUT_S, PluginClient, allocate_request
+
+WAIT_S = 10.0
+H100 = {"model": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "compute_capability": "9.0"}
+ONE = "nvidia.com/mig-1g.10gb"
+THREE = "nvidia.com/mig-3g.40gb"
+SEVEN = "nvidia.com/mig-7g.80gb"
+
+
+def dynamic_node(count: int = 1) -> Node:
+    return parse_node_spec({"name": "dyn-e2e", "gpus": [{**H100, "count": count, "mig": []}]}).node
+
+
+class DynamicPlugin:
+    """Our plugin for a dynamic-MIG node: one server per resource, registered with the mock kubelet."""
+
+    def __init__(self, node: Node, kubelet: MockKubelet, control: Any, checkpoint: Path, grace_s: float) -> None:
+        self.node = node
+        self.kubelet = kubelet
+        self.plan = build_dynamic_plan(node, parse_config_text("flags: {migStrategy: dynamic}").config)
+        settings = DynamicMigSettings(kubelet.pod_resources_socket, checkpoint, 0.05, grace_s)
+        self.runtime = DynamicMigRuntime(self.plan.resources, node.name, control, settings)
+        health = HealthStore(node)
+        self.servers = [
+            ResourceServer(self.runtime.service_for(r, health), kubelet.device_plugin_dir, 8)
+            for r in self.plan.resources
+        ]
+
+    def start(self) -> DynamicPlugin:
+        self.runtime.start()
+        for server in self.servers:
+            server.start()
+            server.register(self.kubelet.socket_path)
+        return self
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()
+        self.runtime.stop()
+
+    def socket(self, resource: str) -> Path:
+        return next(s.socket_path for s in self.servers if s.resource_name == resource)
+
+
+StartDynamic = Callable[..., DynamicPlugin]
+
+
+@pytest.fixture
+def control() -> RecordingMigControl:
+    return RecordingMigControl(dynamic_node(2))
+
+
+@pytest.fixture
+def start_dynamic(kubelet: MockKubelet, workdir: Path, control: RecordingMigControl) -> Iterator[StartDynamic]:
+    started: list[DynamicPlugin] = []
+
+    def start(count: int = 1, grace_s: float = 30.0, wait: bool = True) -> DynamicPlugin:
+        node = dynamic_node(count)
+        plugin = DynamicPlugin(node, kubelet, control, workdir / "mig-checkpoint", grace_s).start()
+        started.append(plugin)
+        if wait:
+            assert kubelet.wait_for(resource=SEVEN, registered=True, allocatable=count, timeout=WAIT_S)
+        return plugin
+
+    yield start
+    for plugin in started:
+        plugin.stop()
+
+
+def eventually(check: Callable[[], bool], timeout_s: float = WAIT_S) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def allocatable(kubelet: MockKubelet, resource: str, count: int) -> bool:
+    return kubelet.wait_for(resource=resource, allocatable=count, timeout=WAIT_S)
+
+
+def test_allocate_creates_blocks_overlaps_and_release_destroys(
+    start_dynamic: StartDynamic, kubelet: MockKubelet, control: RecordingMigControl, workdir: Path
+) -> None:
+    plugin = start_dynamic()
+    gpu = plugin.node.gpus[0]
+    assert allocatable(kubelet, ONE, 7)
+    allocation = kubelet.admit_one("big", THREE)
+    held = slot_id(gpu.uuid, H100_80GB.profile("3g.40gb"), 0)
+    assert allocation.device_ids == (held,)
+    created = control.instances[0][(1, 0)]
+    assert control.calls == [("create", 0, "3g.40gb", 0)]
+    assert allocation.envs["NVIDIA_VISIBLE_DEVICES"] == created.uuid
+    nodes = {path for path, _, _ in allocation.device_nodes}
+    assert {
+        f"/dev/nvidia-caps/nvidia-cap{created.gi_cap_minor}",
+        f"/dev/nvidia-caps/nvidia-cap{created.ci_cap_minor}",
+    } <= nodes
+    # free counts fall by placement overlap: 1g.10gb 7 -> 3, the other 3g stays, 7g and 4g go
+    assert allocatable(kubelet, ONE, 3)
+    assert allocatable(kubelet, THREE, 2) and allocatable(kubelet, SEVEN, 0)
+    assert kubelet.resource(ONE).capacity == 7  # type: ignore[union-attr]
+    recorded = read_checkpoint(workdir / "mig-checkpoint", plugin.node.name)
+    assert recorded is not None and [(h.slot_id, h.mig) for h in recorded] == [(held, created)]
+    assert plugin.runtime.wait_until_listed()  # a pod deleted before its first listing waits out the grace
+    assert kubelet.delete_pod("big")
+    assert allocatable(kubelet, ONE, 7) and allocatable(kubelet, SEVEN, 1)
+    assert control.calls == [("create", 0, "3g.40gb", 0), ("destroy", 0, 1, 0)]
+    assert control.instances[0] == {}
+    assert eventually(lambda: read_checkpoint(workdir / "mig-checkpoint", plugin.node.name) == ())
+
+
+def test_blocked_placement_is_refused_with_the_reason(start_dynamic: StartDynamic, kubelet: MockKubelet) -> None:
+    plugin = start_dynamic()
+    gpu = plugin.node.gpus[0].uuid
+    kubelet.admit_one("big", THREE)
+    blocked = slot_id(gpu, H100_80GB.profile("2g.20gb"), 2)
+    with PluginClient(plugin.socket("nvidia.com/mig-2g.20gb")) as client, pytest.raises(grpc.RpcError) as caught:
+        client.stub.Allocate(allocate_request([blocked]), timeout=TIMEOUT_S)
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert f"{blocked} is not available: memory slices 0-3 are held by {gpu}/3g.40gb@0" in str(caught.value.details())
+
+
+def test_sixteen_concurrent_clients_never_get_overlapping_slices(
+    start_dynamic: StartDynamic, control: RecordingMigControl
+) -> None:
+    plugin = start_dynamic(count=2)
+    by_resource = {r.name: [d.id for d in r.devices] for r in plugin.plan.resources}
+    names = sorted(by_resource)
+    won: list[str] = []
+    failures: list[grpc.StatusCode] = []
+    lock = threading.Lock()
+    go = threading.Barrier(16)
+
+    def client(seed: int) -> None:
+        rng = random.Random(seed)
+        channels = {name: PluginClient(plugin.socket(name)) for name in names}
+        try:
+            go.wait()
+            for _ in range(12):
+                name = rng.choice(names)
+                device = rng.choice(by_resource[name])
+                try:
+                    channels[name].stub.Allocate(allocate_request([device]), timeout=TIMEOUT_S)
+                except grpc.RpcError as exc:
+                    with lock:
+                        failures.append(exc.code())
+                    continue
+                with lock:
+                    won.append(device)
+        finally:
+            for channel in channels.values():
+                channel.close()
+
+    threads = [threading.Thread(target=client, args=(seed,), name=f"test-client-{seed}") for seed in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    geometry = plugin.runtime.geometry
+    slots = [geometry.slot(device) for device in won]
+    assert len(won) == len(set(won)) == geometry.held_count > 2
+    for i, a in enumerate(slots):
+        for b in slots[i + 1 :]:
+            assert a is not None and b is not None
+            assert a.gpu.uuid != b.gpu.uuid or not a.mask & b.mask, f"{a.id} overlaps {b.id}"
+    # every refusal came from the geometry (INVALID_ARGUMENT), none from the device refusing a placement
+    assert set(failures) <= {grpc.StatusCode.INVALID_ARGUMENT}
+    assert sum(len(v) for v in control.instances.values()) == len(won)
+    assert [c[0] for c in control.calls] == ["create"] * len(won)
+
+
+def test_restart_resumes_the_same_geometry(
+    start_dynamic: StartDynamic, kubelet: MockKubelet, control: RecordingMigControl
+) -> None:
+    first = start_dynamic()
+    kubelet.admit_one("big", THREE)
+    kubelet.admit_one("small", ONE)
+    assert allocatable(kubelet, ONE, 3) and first.runtime.wait_until_listed()
+    before = sorted(first.runtime.geometry.holdings(), key=lambda h: h.slot_id)
+    first.stop()
+    second = start_dynamic(wait=False)
+    assert second.runtime.last_resume is not None and second.runtime.last_resume.source == "checkpoint"
+    assert sorted(second.runtime.geometry.holdings(), key=lambda h: h.slot_id) == before
+    assert kubelet.wait_for(resource=ONE, registered=True, allocatable=3, timeout=WAIT_S)
+    assert allocatable(kubelet, SEVEN, 0)
+    assert [c[0] for c in control.calls] == ["create", "create"]  # nothing re-created, nothing destroyed
+    assert second.runtime.wait_until_listed()
+    kubelet.delete_pod("small")
+    assert allocatable(kubelet, ONE, 3)  # 1g.10gb@4 back; the 3g still blocks 0-3
+    kubelet.delete_pod("big")
+    assert allocatable(kubelet, ONE, 7)
+    assert [c[0] for c in control.calls] == ["create", "create", "destroy", "destroy"]
+
+
+def test_corrupt_checkpoint_is_reported_and_rebuilt_from_pod_resources(
+    start_dynamic: StartDynamic,
+    kubelet: MockKubelet,
+    control: RecordingMigControl,
+    workdir: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    first = start_dynamic()
+    kubelet.admit_one("big", THREE)
+    held = first.runtime.geometry.holdings()
+    first.stop()
+    checkpoint = workdir / "mig-checkpoint"
+    checkpoint.write_text(checkpoint.read_text().replace('"start": 0', '"start": 4'))  # checksum now wrong
+    with caplog.at_level(logging.ERROR, logger="gpuslice.plugin.dynamic_mig"):
+        second = start_dynamic(wait=False)
+    report = second.runtime.last_resume
+    assert report is not None and report.source == "pod-resources"
+    assert "checksum mismatch" in str(report.problem)
+    assert any("cannot be trusted" in r.getMessage() and "checksum mismatch" in r.getMessage() for r in caplog.records)
+    assert (workdir / ("mig-checkpoint" + CORRUPT_SUFFIX)).exists()
+    rebuilt = second.runtime.geometry.holdings()
+    assert [(h.slot_id, h.mig, h.seen) for h in rebuilt] == [(held[0].slot_id, held[0].mig, True)]
+    assert kubelet.wait_for(resource=ONE, registered=True, allocatable=3, timeout=WAIT_S)
+    recorded = read_checkpoint(checkpoint, second.node.name)
+    assert recorded is not None and [h.slot_id for h in recorded] == [held[0].slot_id]
+    assert second.runtime.wait_until_listed()
+    kubelet.delete_pod("big")
+    assert allocatable(kubelet, ONE, 7)
+    assert control.calls == [("create", 0, "3g.40gb", 0), ("destroy", 0, 1, 0)]
+
+
+def test_never_listed_allocation_is_freed_after_the_grace(
+    start_dynamic: StartDynamic, kubelet: MockKubelet, control: RecordingMigControl
+) -> None:
+    plugin = start_dynamic(grace_s=0.3)
+    device = slot_id(plugin.node.gpus[0].uuid, H100_80GB.profile("7g.80gb"), 0)
+    with PluginClient(plugin.socket(SEVEN)) as client:  # an Allocate no pod ever follows
+        client.stub.Allocate(allocate_request([device]), timeout=TIMEOUT_S)
+    assert allocatable(kubelet, ONE, 0)
+    assert allocatable(kubelet, ONE, 7)
+    assert [c[0] for c in control.calls] == ["create", "destroy"]
+
+
+class RefusingControl(RecordingMigControl):
+    """The device refuses every create (e.g. MIG mode was turned off underneath us)."""
+
+    def create(self, gpu_index: int, profile: str, start: int) -> MigInstance:
+        self.calls.append(("create", gpu_index, profile, start))
+        raise MigControlError(f"GPU {gpu_index}: MIG mode is not enabled on this GPU")
+
+
+def test_device_refusal_fails_allocate_and_holds_nothing(kubelet: MockKubelet, workdir: Path) -> None:
+    node = dynamic_node()
+    plugin = DynamicPlugin(node, kubelet, RefusingControl(node), workdir / "ckpt", 30.0).start()
+    try:
+        device = slot_id(node.gpus[0].uuid, H100_80GB.profile("4g.40gb"), 0)
+        with PluginClient(plugin.socket("nvidia.com/mig-4g.40gb")) as client, pytest.raises(grpc.RpcError) as caught:
+            client.stub.Allocate(allocate_request([device]), timeout=TIMEOUT_S)
+        assert caught.value.code() is grpc.StatusCode.INTERNAL
+        assert "MIG mode is not enabled" in str(caught.value.details())
+        assert plugin.runtime.geometry.held_count == 0
+        assert read_checkpoint(workdir / "ckpt", node.name) == ()
+    finally:
+        plugin.stop()
+
+
+def test_orphan_instances_are_destroyed_at_start(
+    start_dynamic: StartDynamic, control: RecordingMigControl, kubelet: MockKubelet
+) -> None:
+    orphan = control.create(0, "2g.20gb", 2)  # made by a plugin that died before recording it
+    plugin = start_dynamic()
+    assert plugin.runtime.last_resume is not None and plugin.runtime.last_resume.orphans_destroyed == 1
+    assert control.calls[-1] == ("destroy", 0, orphan.gi, orphan.ci)
+    assert allocatable(kubelet, ONE, 7)
+
+
+@pytest.mark.parametrize(
+    ("flag", "env", "expected"),
+    [
+        ("/run/a.sock", {POD_RESOURCES_SOCKET_ENV: "/run/b.sock"}, "/run/a.sock"),
+        (None, {POD_RESOURCES_SOCKET_ENV: "/run/b.sock"}, "/run/b.sock"),
+        (None, {}, DEFAULT_POD_RESOURCES_SOCKET),
+    ],
+)
+def test_pod_resources_socket_precedence(flag: str | None, env: dict[str, str], expected: str) -> None:
+    assert str(pod_resources_socket(flag, env)) == expected

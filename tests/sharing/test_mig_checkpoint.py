@@ -1,0 +1,119 @@
+"""The dynamic-MIG checkpoint: round trip, atomic replace, and every way a file is refused instead of trusted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuslice.discovery import parse_node_spec
+from gpuslice.discovery.nvml_mig import RecordingMigControl
+from gpuslice.gpu.mig import H100_80GB
+from gpuslice.sharing.dynamic_mig import DynamicMigGeometry, Holding, slot_id
+from gpuslice.sharing.dynamic_plan import dynamic_resources
+from gpuslice.sharing.mig_checkpoint import (
+    CORRUPT_SUFFIX,
+    KIND,
+    VERSION,
+    MigCheckpoint,
+    MigCheckpointError,
+    checksum,
+    claimed_gpus,
+    decode,
+    encode,
+    read_checkpoint,
+)
+
+NODE = parse_node_spec(
+    {
+        "name": "ckpt",
+        "gpus": [{"model": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "compute_capability": "9.0", "mig": []}],
+    }
+).node
+
+
+def held() -> tuple[Holding, ...]:
+    """Two holdings as a plugin would have them: one with its created MIG device, one reserved only."""
+    geometry = DynamicMigGeometry(dynamic_resources(NODE), clock=lambda: 1700000000.5)
+    gpu = NODE.gpus[0]
+    three = geometry.reserve([slot_id(gpu.uuid, H100_80GB.profile("3g.40gb"), 0)])[0]
+    geometry.reserve([slot_id(gpu.uuid, H100_80GB.profile("1g.10gb"), 6)])
+    geometry.attach(three.id, RecordingMigControl(NODE).create(0, "3g.40gb", 0))
+    geometry.mark_seen([three.id])
+    return geometry.holdings()
+
+
+def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
+    store = MigCheckpoint(tmp_path / "ckpt", NODE.name)
+    assert store.load() is None  # no file: a first start
+    holdings = held()
+    store.save(holdings)
+    assert sorted(store.load() or (), key=lambda h: h.slot_id) == sorted(holdings, key=lambda h: h.slot_id)
+    document = json.loads((tmp_path / "ckpt").read_text())
+    assert document["kind"] == KIND and document["version"] == VERSION
+    assert document["checksum"] == checksum(document["data"])
+    assert document["checksum"].startswith("sha256:") and len(document["checksum"]) == 7 + 64
+
+
+def test_write_replaces_atomically_and_leaves_no_temp_files(tmp_path: Path) -> None:
+    store = MigCheckpoint(tmp_path / "ckpt", NODE.name)
+    store.save(held())
+    store.save(())
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt"]
+    assert store.load() == ()
+
+
+def _mutations() -> list[tuple[str, Any, str]]:
+    good = encode(held(), NODE.name)
+
+    def changed(**top: Any) -> dict[str, Any]:
+        return {**good, **top}
+
+    tampered = json.loads(json.dumps(good))
+    tampered["data"]["holdings"][0]["start"] = 4  # content changed, checksum not
+    resealed = json.loads(json.dumps(tampered))
+    resealed["data"]["holdings"][0]["gpu_index"] = "zero"
+    resealed["checksum"] = checksum(resealed["data"])
+    other_node = json.loads(json.dumps(good))
+    other_node["data"]["node"] = "elsewhere"
+    other_node["checksum"] = checksum(other_node["data"])
+    return [
+        ("truncated", json.dumps(good)[:40], "not valid JSON"),
+        ("not an object", "[1, 2]", "not a JSON object"),
+        ("wrong kind", json.dumps(changed(kind="something")), "kind is 'something'"),
+        ("future version", json.dumps(changed(version=2)), "unknown version 2"),
+        ("no version", json.dumps({k: v for k, v in good.items() if k != "version"}), "unknown version None"),
+        ("checksum mismatch", json.dumps(tampered), "checksum mismatch"),
+        ("bad field type", json.dumps(resealed), r"data.holdings\[0\].gpu_index: missing or of the wrong type"),
+        ("another node's file", json.dumps(other_node), "written by node 'elsewhere'"),
+    ]
+
+
+@pytest.mark.parametrize(("case", "text", "message"), _mutations(), ids=[m[0] for m in _mutations()])
+def test_untrusted_files_are_refused_with_the_reason(tmp_path: Path, case: str, text: str, message: str) -> None:
+    path = tmp_path / "ckpt"
+    path.write_text(text)
+    with pytest.raises(MigCheckpointError, match=message):
+        read_checkpoint(path, NODE.name)
+
+
+def test_decode_without_node_check_and_quarantine(tmp_path: Path) -> None:
+    document = encode(held(), "any")
+    assert len(decode(document)) == 2
+    store = MigCheckpoint(tmp_path / "ckpt", NODE.name)
+    assert store.quarantine() is None
+    (tmp_path / "ckpt").write_text("garbage")
+    moved = store.quarantine()
+    assert moved == tmp_path / ("ckpt" + CORRUPT_SUFFIX) and moved.read_text() == "garbage"
+    assert store.load() is None
+
+
+def test_claimed_gpus_only_from_a_trusted_file(tmp_path: Path) -> None:
+    path = tmp_path / "ckpt"
+    assert claimed_gpus(path, NODE.name) == frozenset()
+    MigCheckpoint(path, NODE.name).save(held())
+    assert claimed_gpus(path, NODE.name) == {NODE.gpus[0].uuid}
+    path.write_text(path.read_text().replace('"start": 0', '"start": 4'))
+    assert claimed_gpus(path, NODE.name) == frozenset()
