@@ -22,7 +22,7 @@ def workdir() -> Iterator[Path]:
 
 
 @pytest.fixture
-def stacks(workdir: Path) -> Iterator[list[Stack]]:
+def stacks(workdir: Path) -> Iterator[list[Stack]]:  # stopped before workdir is removed
     started: list[Stack] = []
     yield started
     for stack in started:

@@ -29,7 +29,7 @@ def workdir() -> Iterator[Path]:
 
 
 @pytest.fixture
-def stacks() -> Iterator[list[Stack]]:
+def stacks(workdir: Path) -> Iterator[list[Stack]]:  # needs workdir so that it is stopped before the dir goes
     started: list[Stack] = []
     yield started
     for stack in started:
@@ -105,6 +105,7 @@ def test_health_marks_survive_a_kubelet_restart(stacks: list[Stack], workdir: Pa
 
 def test_own_socket_removed_triggers_registration(stacks: list[Stack], workdir: Path) -> None:
     stack = start_stack(workdir)
+    stacks.append(stack)
     (socket,) = stack.manager.socket_paths
     socket.unlink()
     assert stack.kubelet.wait_for(resource="nvidia.com/gpu", min_registrations=2, allocatable=4, timeout=WAIT_S)

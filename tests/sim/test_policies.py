@@ -83,7 +83,7 @@ def test_topology_aware_spreads_when_no_island_can_hold_the_gang() -> None:
 
 
 def test_policies_are_selected_by_name() -> None:
-    assert list(POLICIES) == ["first-fit", "best-fit", "gang", "topology-aware"]
-    assert [make_policy(name).all_or_nothing for name in POLICIES] == [False, False, True, True]
+    assert list(POLICIES) == ["first-fit", "best-fit", "gang", "topology-aware", "nvlink-aware"]
+    assert [make_policy(name).all_or_nothing for name in POLICIES] == [False, False, True, True, True]
     with pytest.raises(UnknownPolicy, match="known: first-fit, best-fit"):
         make_policy("worst-fit")

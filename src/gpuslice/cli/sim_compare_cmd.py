@@ -8,6 +8,7 @@ from rich.console import Console
 from gpuslice.sim.compare import DEFAULT_POLICIES
 from gpuslice.sim.compare import compare as run_comparison
 from gpuslice.sim.engine import SimConfig
+from gpuslice.sim.ext_report import extension_markdown, extension_tables, has_extension_plot, plot_extension
 from gpuslice.sim.model import SimModelError
 from gpuslice.sim.policies import POLICIES
 from gpuslice.sim.queue import ORDERS
@@ -20,6 +21,7 @@ from gpuslice.sim.report import (
     write_json,
 )
 from gpuslice.sim.traces import TRACES, TraceError, resolve_trace
+from gpuslice.sim.variants import check_variant, default_policies
 
 
 @click.command()
@@ -32,9 +34,12 @@ from gpuslice.sim.traces import TRACES, TraceError, resolve_trace
 )
 @click.option(
     "--policies",
-    default=",".join(DEFAULT_POLICIES),
-    show_default=True,
-    help=f"Comma-separated policies out of {', '.join(POLICIES)}.",
+    default=None,
+    help=(
+        f"Comma-separated policies: {', '.join(POLICIES)}, or variants such as preempt:ckpt=900, drf, wdrf, fifo, "
+        "kueue:overcommit=2, whole|time-slicing|mps|mig|tiered (sharing trace). "
+        f"Default: the trace's own list, else {','.join(DEFAULT_POLICIES)}."
+    ),
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seeds the trace generator and the engine.")
 @click.option("--json", "json_target", metavar="FILE|-", help="Write the results as JSON ('-' for stdout).")
@@ -51,7 +56,7 @@ from gpuslice.sim.traces import TRACES, TraceError, resolve_trace
 @click.option("--markdown", is_flag=True, help="Print the tables as GitHub markdown instead.")
 def compare(
     trace_ref: str,
-    policies: str,
+    policies: str | None,
     seed: int,
     json_target: str | None,
     plot_path: str | None,
@@ -61,14 +66,21 @@ def compare(
     markdown: bool,
 ) -> None:
     """Compare placement policies on a trace: utilization, waits, stranded GPUs, deadlocks."""
-    names = [name.strip() for name in policies.split(",") if name.strip()]
-    unknown = [name for name in names if name not in POLICIES]
-    if not names or unknown:
-        raise click.BadParameter(f"unknown policy {unknown[0] if unknown else '(none)'}; known: {', '.join(POLICIES)}")
     try:
         trace = resolve_trace(trace_ref, seed)
     except (TraceError, SimModelError) as exc:
         raise click.BadParameter(str(exc), param_hint="--trace") from exc
+    if policies is None:
+        names = list(default_policies(trace.name) or DEFAULT_POLICIES)
+    else:
+        names = [name.strip() for name in policies.split(",") if name.strip()]
+    if not names:
+        raise click.BadParameter("no policy given", param_hint="--policies")
+    for name in names:
+        try:
+            check_variant(name, trace)
+        except SimModelError as exc:
+            raise click.BadParameter(str(exc), param_hint="--policies") from exc
     # Keep stdout clean for JSON when it goes there: the table then goes to stderr.
     console = Console(stderr=json_target == "-")
     if not console.is_terminal:
@@ -78,13 +90,19 @@ def compare(
     with progress_bar(status, len(trace.jobs), len(names)) as progress:
         comparison = run_comparison(trace, names, config, queue_order, progress)
     if markdown:
-        console.print(markdown_tables(comparison, by_size), markup=False, highlight=False, soft_wrap=True)
+        text = markdown_tables(comparison, by_size) + extension_markdown(comparison)
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
     else:
         console.print(comparison_table(comparison))
         if by_size:
             console.print(wait_by_size_table(comparison))
+        for table in extension_tables(comparison):
+            console.print(table)
     if json_target:
         write_json(comparison, json_target)
     if plot_path:
-        plot_comparison(comparison, plot_path)
+        if has_extension_plot(comparison):
+            plot_extension(comparison, plot_path)
+        else:
+            plot_comparison(comparison, plot_path)
         status.print(f"plot written to {plot_path}")

@@ -6,11 +6,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpuslice.sim.engine import Engine, SimConfig
+from gpuslice.sim.engine import SimConfig
 from gpuslice.sim.metrics import SimResult
-from gpuslice.sim.policies import make_policy
 from gpuslice.sim.queue import ORDERS
 from gpuslice.sim.traces import Trace
+from gpuslice.sim.variants import check_variant, run_variant
 
 DEFAULT_POLICIES = ("first-fit", "best-fit", "gang", "topology-aware")
 
@@ -47,20 +47,20 @@ def compare(
     order: str = "priority",
     progress: ComparisonProgress | None = None,
 ) -> Comparison:
-    """Simulate `trace` once per policy (same seed, same trace) and return the results in order."""
+    """Simulate `trace` once per policy (same seed, same trace) and return the results in order.
+
+    A policy is a core placement policy or a variant such as `preempt:ckpt=900`, `drf` or `kueue` (see
+    gpuslice.sim.variants); the result's `policy` is the name as given.
+    """
     config = config or SimConfig()
     if order not in ORDERS:
         raise ValueError(f"unknown queue order {order!r}; known: {', '.join(ORDERS)}")
-    made = [make_policy(name) for name in policies]  # fail on a bad name before running anything
+    for name in policies:  # fail on a bad name before running anything
+        check_variant(name, trace)
     results = []
-    for policy in made:
-        callback = None
-        if progress is not None:
-            callback = _bind(progress, policy.name)
-        engine = Engine(
-            trace.cluster, trace.jobs, policy, ORDERS[order](), config, progress=callback, trace_name=trace.name
-        )
-        results.append(engine.run())
+    for name in policies:  # a core policy runs on the core Engine; extensions (gpuslice.sim.variants) add hooks
+        callback = None if progress is None else _bind(progress, name)
+        results.append(run_variant(trace, name, config, order, callback))
     return Comparison(trace, config.seed, config, order, results)
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-from gpuslice.sim.model import JobSpec, PodSpec
+from gpuslice.sim.model import MILLI, ClusterSpec, JobSpec
 from gpuslice.sim.queue import SortKey, Unit
 
-Vector = tuple[float, ...]
-RESOURCES = ("cpu", "memory", "gpu")
+if TYPE_CHECKING:
+    from gpuslice.sim.engine import Engine
 
 
 def dominant_share(usage: Sequence[float], capacity: Sequence[float], weight: float = 1.0) -> float:
@@ -108,45 +109,41 @@ def largest_gap(values: Sequence[float]) -> float:
     return max(values) - min(values) if len(values) > 1 else 0.0
 
 
-def pod_vector(pod: PodSpec) -> Vector:
-    """A pod's demand as (CPU cores, memory GiB, GPUs), the dimensions of Volcano's drf plugin."""
-    return (pod.cpu_milli / 1000, pod.memory_mib / 1024, pod.gpus)
-
-
-class TenantLedger:
-    """What each tenant holds now (bound pods), and the cluster totals its shares are taken of."""
-
-    def __init__(self, capacity: Vector, weights: Mapping[str, float] | None = None) -> None:
-        self.capacity = capacity
-        self.weights = dict(weights or {})
-        self.usage: dict[str, list[float]] = {}
-
-    def weight(self, tenant: str) -> float:
-        return self.weights.get(tenant, 1.0)
-
-    def add(self, tenant: str, pod: PodSpec, sign: int = 1) -> None:
-        usage = self.usage.setdefault(tenant, [0.0] * len(self.capacity))
-        for position, amount in enumerate(pod_vector(pod)):
-            usage[position] += sign * amount
-
-    def share(self, tenant: str) -> float:
-        usage = self.usage.get(tenant)
-        if usage is None:
-            return 0.0
-        return dominant_share(usage, self.capacity, self.weight(tenant))
+def cluster_capacity(cluster: ClusterSpec) -> tuple[int, int, int]:
+    """(milli-GPU, milli-CPU, memory MiB) of the whole cluster, in the units of Engine.tenant_usage."""
+    return (
+        cluster.total_gpus * MILLI,
+        sum(node.cpu_milli for node in cluster.nodes),
+        sum(node.memory_mib for node in cluster.nodes),
+    )
 
 
 class DrfOrder:
     """Queue order: the tenant with the lowest (weighted) dominant share first, then priority, then submission.
 
     Dynamic: the engine re-ranks bucket heads before every pick, so each placement moves its tenant back.
+    Shares are of what each tenant holds bound now (`engine.tenant_usage`: GPU, CPU and memory).
     """
 
     dynamic = True
 
-    def __init__(self, ledger: TenantLedger, name: str = "drf") -> None:
-        self.ledger = ledger
+    def __init__(self, weights: Mapping[str, float] | None = None, name: str = "drf") -> None:
         self.name = name
+        self.weights = dict(weights or {})
+        if any(weight <= 0 for weight in self.weights.values()):
+            raise ValueError(f"DRF weights must be positive, got {self.weights}")
+        self.usage: Mapping[str, Sequence[int]] = {}
+        self.capacity: tuple[int, ...] = ()
+
+    def attach(self, engine: Engine) -> None:
+        self.usage = engine.tenant_usage
+        self.capacity = cluster_capacity(engine.cluster)
+
+    def share(self, tenant: str) -> float:
+        usage = self.usage.get(tenant)
+        if usage is None:
+            return 0.0
+        return dominant_share(usage, self.capacity, self.weights.get(tenant, 1.0))
 
     def key(self, unit: Unit) -> SortKey:
         return (-unit.job.priority, unit.job.submit, unit.pod_indices[0], unit.seq)
@@ -155,4 +152,4 @@ class DrfOrder:
         return job.tenant
 
     def rank(self, unit: Unit) -> SortKey:
-        return (self.ledger.share(unit.job.tenant), *self.key(unit))
+        return (self.share(unit.job.tenant), *self.key(unit))

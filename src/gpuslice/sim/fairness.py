@@ -14,39 +14,18 @@ from typing import Any
 
 import numpy as np
 
-from gpuslice.sim.drf import TenantLedger, jain_index, largest_gap
+from gpuslice.sim.drf import cluster_capacity, dominant_share, jain_index, largest_gap
 from gpuslice.sim.hooks import HookedEngine, Listener
 from gpuslice.sim.metrics import percentile
-from gpuslice.sim.model import MILLI, ClusterSpec
+from gpuslice.sim.model import ClusterSpec
 from gpuslice.sim.runs import JobRun, JobStatus
 
 
-def cluster_capacity(cluster: ClusterSpec) -> tuple[float, float, float]:
-    """(CPU cores, memory GiB, GPUs) of the whole cluster: the denominators of every share."""
-    cpu = sum(node.cpu_milli for node in cluster.nodes) / MILLI
-    memory = sum(node.memory_mib for node in cluster.nodes) / 1024
-    return (cpu, memory, float(cluster.total_gpus))
-
-
-class LedgerKeeper(Listener):
-    """Keeps a TenantLedger equal to what each tenant holds bound (the DRF order reads it)."""
-
-    def __init__(self, ledger: TenantLedger) -> None:
-        self.ledger = ledger
-
-    def on_bind(self, engine: HookedEngine, run: JobRun, positions: tuple[int, ...]) -> None:
-        for position in positions:
-            self.ledger.add(run.spec.tenant, run.spec.pods[position])
-
-    def on_unbind(self, engine: HookedEngine, run: JobRun, position: int) -> None:
-        self.ledger.add(run.spec.tenant, run.spec.pods[position], -1)
-
-
-class Fairness(LedgerKeeper):
+class Fairness(Listener):
     """Samples dominant shares after every pass; extras: jain_index, max_share_gap and per-tenant figures."""
 
     def __init__(self, cluster: ClusterSpec, weights: Mapping[str, float] | None = None) -> None:
-        super().__init__(TenantLedger(cluster_capacity(cluster)))
+        self.capacity = cluster_capacity(cluster)
         self.weights = dict(weights or {})
         self.active: Counter[str] = Counter()
         self.last_time: float | None = None
@@ -79,7 +58,8 @@ class Fairness(LedgerKeeper):
         if len(tenants) < 2:
             self.last = None
             return
-        shares = {tenant: self.ledger.share(tenant) for tenant in tenants}
+        usage = engine.tenant_usage
+        shares = {tenant: dominant_share(usage.get(tenant, (0, 0, 0)), self.capacity) for tenant in tenants}
         weighted = [shares[t] / self.weights.get(t, 1.0) for t in tenants]
         jain = jain_index(list(shares.values()))
         self.worst_jain = min(self.worst_jain, jain)
@@ -102,6 +82,7 @@ class Fairness(LedgerKeeper):
         for run in engine.runs:
             by_tenant.setdefault(run.spec.tenant, []).append(run)
         table = {}
+        span = self.contended
         for tenant in sorted(by_tenant):
             runs = by_tenant[tenant]
             waits = [run.wait for run in runs if run.wait is not None]
@@ -109,7 +90,7 @@ class Fairness(LedgerKeeper):
                 "jobs": len(runs),
                 "completed": sum(run.status is JobStatus.DONE for run in runs),
                 "weight": self.weights.get(tenant, 1.0),
-                "mean_dominant_share": round(self.share_time.get(tenant, 0.0) / self.contended, 4) if self.contended else 0.0,
+                "mean_dominant_share": round(self.share_time.get(tenant, 0.0) / span, 4) if span else 0.0,
                 "wait_p50": round(percentile(waits, 50), 3),
                 "wait_p99": round(percentile(waits, 99), 3),
                 "wait_mean": round(float(np.mean(waits)) if waits else 0.0, 3),

@@ -62,14 +62,14 @@ class Kueue(Listener):
         self.admissions = 0
         self.timeouts = 0
         self.deactivated = 0
-        self._evicting: int | None = None
+        self._holding: int | None = None  # a job being evicted: it must not be re-admitted at once
 
     # -- admission ----------------------------------------------------------------------------
     def gate(self, engine: HookedEngine, run: JobRun) -> bool:
         if run.seq in self.admitted:
             return True
-        if run.seq == self._evicting:
-            return False  # requeued later, after its backoff
+        if run.seq == self._holding:
+            return False
         heapq.heappush(self.waiting, (-run.spec.priority, engine.now, run.seq, run))
         self._admit(engine)
         return False
@@ -116,17 +116,17 @@ class Kueue(Listener):
         self.unready.discard(run.seq)
         self.used -= run.spec.gpus
         count = self.requeues[run.seq] = self.requeues.get(run.seq, 0) + 1
-        self._evicting = run.seq
-        try:
-            engine.evict(run)  # unbinds its pods; the gate keeps it out of both queues
-        finally:
-            self._evicting = None
         if self.config.backoff_limit is not None and count > self.config.backoff_limit:
+            self._holding = run.seq
+            try:
+                engine.evict(run)
+            finally:
+                self._holding = None
             self.deactivated += 1
             engine.settle(run, JobStatus.REJECTED)
         else:
-            delay = self.config.backoff(count, float(engine.rng.random()))
-            engine.schedule_timer(engine.now + delay, _Requeue(self, run, run.epoch))
+            # After the backoff the engine queues it again, which brings it back here through the gate.
+            engine.evict(run, requeue_after=self.config.backoff(count, float(engine.rng.random())))
         self._admit(engine)
 
     def extras(self, engine: HookedEngine) -> dict[str, Any]:
@@ -145,13 +145,3 @@ class _Timeout:
     def __call__(self, engine: Engine) -> None:
         if isinstance(engine, HookedEngine):
             self.kueue.expire(engine, self.run, self.admission)
-
-
-class _Requeue:
-    def __init__(self, kueue: Kueue, run: JobRun, epoch: int) -> None:
-        self.kueue, self.run, self.epoch = kueue, run, epoch
-
-    def __call__(self, engine: Engine) -> None:
-        if isinstance(engine, HookedEngine) and self.run.epoch == self.epoch and self.run.status is JobStatus.WAITING:
-            heapq.heappush(self.kueue.waiting, (-self.run.spec.priority, engine.now, self.run.seq, self.run))
-            self.kueue._admit(engine)

@@ -1,14 +1,14 @@
-"""GPU-level topology in the simulator: NVLink rings and islands per node, the slowdown of a split job, and a policy.
+"""GPU-level topology in the simulator: NVLink rings and islands per node, and the slowdown of a split job.
 
 A multi-GPU job all-reduces over a ring of its GPUs (NCCL's ring algorithm). Inside one node the ring
 runs over NVLink when every consecutive pair of some cycle through the job's GPUs is NVLinked (directly,
 or through an NVSwitch); GPUs in different NVLink islands (gpuslice.topology's `nvlink_islands`) never
-have such a cycle. Penalties (TopologyPenalty): a job whose GPUs on one node have no NVLink ring runs
-(1 + split_penalty) times longer; a job spread over several nodes talks over the network and runs
-(1 + node_penalty) times longer, plus the engine's cross_island_penalty when those nodes sit in
-different node islands. Which GPUs a policy picks therefore matters: the core policies take the
-lowest-indexed free GPUs; `nvlink-aware` asks the project's topology scorer (go-gpuallocator's rule,
-gpuslice.allocation) and insists on a ring when the node has one free.
+have such a cycle. Penalties (placement_slowdown, applied by sim.topology_penalty): a job whose GPUs
+on one node have no NVLink ring runs (1 + split_penalty) times longer; a job spread over several nodes
+talks over the network and runs (1 + node_penalty) times longer, plus the engine's cross_island_penalty
+when those nodes sit in different node islands. Which GPUs a policy picks therefore matters: the core policies take the
+lowest-indexed free GPUs; `nvlink-aware` (sim.policies.nvlink_aware) asks choose_gpu_set, which uses the
+project's topology scorer (go-gpuallocator's rule, gpuslice.allocation) and insists on a ring when it can.
 """
 
 from __future__ import annotations
@@ -16,16 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any
-
-import numpy as np
 
 from gpuslice.allocation.preferred_topology import preferred_whole_gpus
-from gpuslice.sim.cluster import Binding, BoolArray, ClusterState
-from gpuslice.sim.hooks import HookedEngine, Listener
-from gpuslice.sim.model import MILLI, ClusterSpec, JobSpec, PodSpec, SimNode
-from gpuslice.sim.policies.base import largest_first
-from gpuslice.sim.runs import JobRun
+from gpuslice.sim.cluster import Binding, ClusterState
+from gpuslice.sim.model import ClusterSpec, SimNode
 from gpuslice.topology import Topology, preset_topology
 
 
@@ -111,132 +105,6 @@ def placement_slowdown(
     return 1.0 if has_nvlink_ring(topologies[node], gpus) else 1.0 + penalties.split
 
 
-class TopologyPenalty(Listener):
-    """Applies placement_slowdown to every job that starts; extras: split jobs and mean slowdown by job size."""
-
-    def __init__(self, topologies: Sequence[Topology], penalties: Penalties | None = None) -> None:
-        self.topologies = tuple(topologies)
-        self.penalties = penalties or Penalties()
-        self.by_size: dict[float, list[float]] = {}
-
-    def slowdown(self, engine: HookedEngine, run: JobRun, positions: tuple[int, ...], slowdown: float) -> float:
-        bindings = [binding for position in positions if (binding := run.bound[position]) is not None]
-        value = placement_slowdown(
-            engine.state, self.topologies, bindings, self.penalties, engine.config.cross_island_penalty
-        )
-        run.cross_island = value > 1.0  # the core's count of jobs that ran stretched
-        self.by_size.setdefault(sum(run.spec.pods[p].gpus for p in positions), []).append(value)
-        return value
-
-    def extras(self, engine: HookedEngine) -> dict[str, Any]:
-        table = {}
-        for size in sorted(self.by_size):
-            values = self.by_size[size]
-            table[f"{size:g}"] = {
-                "jobs": len(values),
-                "split": sum(value > 1.0 for value in values),
-                "mean_slowdown": round(float(np.mean(values)), 4),
-            }
-        jct: dict[str, list[float]] = {}
-        for run in engine.runs:
-            if run.completion_time is not None:
-                jct.setdefault(f"{run.spec.gpus:g}", []).append(run.completion_time)
-        for label, values in jct.items():
-            table.setdefault(label, {})["jct_mean"] = round(float(np.mean(values)), 3)
-        return {"split_jobs": sum(row.get("split", 0) for row in table.values()), "topology_by_gpus": table}
-
-
-class NvlinkAware:
-    """All-or-nothing. A multi-pod job goes onto one node when one can hold it all, else inside one node island;
-    every multi-GPU pod gets an NVLink-ring set of GPUs when its node has one (nodes offering a ring first, then
-    best-fit). GPU sets come from go-gpuallocator's partition rule; a ring set replaces its answer if needed."""
-
-    name = "nvlink-aware"
-    all_or_nothing = True
-
-    def __init__(self, topologies: Sequence[Topology] | None = None) -> None:
-        self.topologies: tuple[Topology, ...] | None = tuple(topologies) if topologies is not None else None
-        self._sets: dict[tuple[int, tuple[int, ...], int], tuple[tuple[int, ...], bool]] = {}
-
-    def place(self, pods: Sequence[PodSpec], job: JobSpec, state: ClusterState) -> list[Binding] | None:
-        if self.topologies is None:
-            self.topologies = cluster_topologies(state.spec)
-        if len(pods) > 1:
-            together = self._one_node(pods, state)
-            if together is not None:
-                return together
-            for island in _islands_by_free(state):
-                bindings = self._each(pods, state, state.island_of == island)
-                if bindings is not None:
-                    return bindings
-        return self._each(pods, state, None)
-
-    def _one_node(self, pods: Sequence[PodSpec], state: ClusterState) -> list[Binding] | None:
-        if any(pod.fractional or not pod.gpu_count for pod in pods):
-            return None
-        need = sum(pod.gpu_count for pod in pods)
-        cpu = sum(pod.cpu_milli for pod in pods)
-        memory = sum(pod.memory_mib for pod in pods)
-        mask = (state.full_free >= need) & (state.cpu_free >= cpu) & (state.memory_free >= memory)
-        for model in {pod.gpu_model for pod in pods if pod.gpu_model is not None}:
-            mask &= state.fit_mask(PodSpec(1, MILLI, 0, 0, model))
-        node = self._pick_node(state, mask, need)
-        if node is None:
-            return None
-        chosen, _ = self._gpu_set(state, node, need)
-        bindings: list[Binding] = []
-        offset = 0
-        for pod in pods:
-            binding = Binding(node, tuple(chosen[offset : offset + pod.gpu_count]))
-            offset += pod.gpu_count
-            state.apply(binding, pod)
-            bindings.append(binding)
-        return bindings
-
-    def _each(self, pods: Sequence[PodSpec], state: ClusterState, allowed: BoolArray | None) -> list[Binding] | None:
-        bound: dict[int, Binding] = {}
-        for position in largest_first(pods) if len(pods) > 1 else [0]:
-            pod = pods[position]
-            mask = state.fit_mask(pod)
-            if allowed is not None:
-                mask &= allowed
-            whole = pod.gpu_count if pod.gpu_milli == MILLI else 0
-            node = self._pick_node(state, mask, whole)
-            if node is None:
-                for undo, binding in bound.items():
-                    state.release(binding, pods[undo])
-                return None
-            if whole >= 2:
-                binding = Binding(node, self._gpu_set(state, node, whole)[0])
-                state.apply(binding, pod)
-            else:
-                binding = state.bind(pod, node)
-            bound[position] = binding
-        return [bound[position] for position in range(len(pods))]
-
-    def _pick_node(self, state: ClusterState, mask: BoolArray, whole_gpus: int) -> int | None:
-        """Best-fit order (least free GPU capacity, then CPU, then index); with 2+ whole GPUs, ring-capable first."""
-        candidates = np.flatnonzero(mask)
-        if not len(candidates):
-            return None
-        order = candidates[np.lexsort((candidates, state.cpu_free[candidates], state.free_milli[candidates]))]
-        if whole_gpus < 2:
-            return int(order[0])
-        for node in order:
-            if self._gpu_set(state, int(node), whole_gpus)[1]:
-                return int(node)
-        return int(order[0])
-
-    def _gpu_set(self, state: ClusterState, node: int, size: int) -> tuple[tuple[int, ...], bool]:
-        assert self.topologies is not None
-        free = tuple(int(g) for g in np.flatnonzero(state.gpu_free[node] == MILLI))
-        key = (node, free, size)
-        answer = self._sets.get(key)
-        if answer is None:
-            answer = self._sets[key] = choose_gpu_set(self.topologies[node], free, size)
-        return answer
-
-
 def choose_gpu_set(topology: Topology, free: tuple[int, ...], size: int) -> tuple[tuple[int, ...], bool]:
     """go-gpuallocator's preferred set of `size` among `free`; if it has no NVLink ring, the best-scoring set
     that has one (first in index order on ties); the flag says whether the answer is a ring."""
@@ -247,9 +115,3 @@ def choose_gpu_set(topology: Topology, free: tuple[int, ...], size: int) -> tupl
     if rings:
         return max(rings, key=lambda combo: (topology.set_score(combo), [-g for g in combo])), True
     return preferred, False
-
-
-def _islands_by_free(state: ClusterState) -> list[int]:
-    """Node islands, least free GPU capacity first (the tightest island that may hold the job is tried first)."""
-    free = np.bincount(state.island_of, weights=state.free_milli, minlength=state.island_count)
-    return [int(island) for island in np.lexsort((np.arange(state.island_count), free))]

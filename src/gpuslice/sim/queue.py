@@ -83,7 +83,17 @@ class FifoOrder(PriorityOrder):
         return (unit.job.submit, unit.pod_indices[0], unit.seq)
 
 
-ORDERS: dict[str, Callable[[], QueueOrder]] = {PriorityOrder.name: PriorityOrder, FifoOrder.name: FifoOrder}
+def _drf() -> QueueOrder:
+    from gpuslice.sim.drf import DrfOrder  # drf builds on this module
+
+    return DrfOrder()
+
+
+ORDERS: dict[str, Callable[[], QueueOrder]] = {
+    PriorityOrder.name: PriorityOrder,
+    FifoOrder.name: FifoOrder,
+    "drf": _drf,
+}
 
 _Entry = tuple[SortKey, int, Unit]
 _BucketKey = tuple[Shape, Hashable]

@@ -13,32 +13,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpuslice.sim.checkpoint import NEVER, Checkpointing
-from gpuslice.sim.drf import DrfOrder, TenantLedger
+from gpuslice.sim.drf import DrfOrder
 from gpuslice.sim.engine import Engine, Progress, SimConfig
-from gpuslice.sim.fairness import Fairness, LedgerKeeper, cluster_capacity
+from gpuslice.sim.fairness import Fairness
 from gpuslice.sim.hooks import HookedEngine, Listener
 from gpuslice.sim.kueue import Kueue, KueueConfig
 from gpuslice.sim.metrics import SimResult
 from gpuslice.sim.model import SimModelError
-from gpuslice.sim.nvlink import NvlinkAware, TopologyPenalty
-from gpuslice.sim.policies import POLICIES, make_policy
+from gpuslice.sim.policies import POLICIES, NvlinkAware, make_policy
 from gpuslice.sim.policies.base import PlacementPolicy
 from gpuslice.sim.preemption import Checkpoints, PreemptionConfig, Preemptor, parse_grace
 from gpuslice.sim.queue import ORDERS, QueueOrder
 from gpuslice.sim.tiers import PLAN_NAMES, TierEngine, plan_for
-from gpuslice.sim.traces.preemption import PreemptionTrace, build_preemption
-from gpuslice.sim.traces.sharing import SharingTrace, build_sharing
-from gpuslice.sim.traces.tenants import TenantTrace, build_tenants
-from gpuslice.sim.traces.topology import TopologyTrace, build_topology
+from gpuslice.sim.topology_penalty import TopologyPenalty
+from gpuslice.sim.traces.preemption import PreemptionTrace
+from gpuslice.sim.traces.sharing import SharingTrace
+from gpuslice.sim.traces.tenants import TenantTrace
+from gpuslice.sim.traces.topology import TopologyTrace
 from gpuslice.sim.traces.trace import Trace
-
-# Registered into the core trace registry (gpuslice.sim.traces.TRACES).
-EXTENSION_TRACES = {
-    "preemption": build_preemption,
-    "tenants": build_tenants,
-    "topology": build_topology,
-    "sharing": build_sharing,
-}
 
 _SWEEP = ("none", "300", "900", "1800", "3600", "7200")
 # What `sim compare --trace NAME` runs when --policies is not given.
@@ -55,7 +47,6 @@ TRACE_DEFAULT_POLICIES: dict[str, tuple[str, ...]] = {
 }
 
 _OPTIONS: dict[str, set[str]] = {
-    "nvlink-aware": set(),
     "preempt": {"ckpt", "grace", "save", "restore", "policy"},
     "fifo": {"policy"},
     "priority": {"policy"},
@@ -92,7 +83,7 @@ def parse_variant(text: str) -> Variant:
     known = _OPTIONS.get(name, set()) if name not in POLICIES else set()
     if name not in POLICIES and name not in _OPTIONS:
         names = ", ".join([*POLICIES, *_OPTIONS])
-        raise UnknownVariant(f"unknown policy {name!r}; known: {names}")
+        raise UnknownVariant(f"unknown policy {name}; known: {names}")
     unknown = sorted(set(options) - known)
     if unknown:
         raise UnknownVariant(f"variant {text!r}: unknown option(s) {unknown}; {name} takes {sorted(known) or 'none'}")
@@ -172,10 +163,10 @@ def _build(
 ) -> tuple[PlacementPolicy, QueueOrder, list[Listener]]:
     name, options = variant.name, variant.options
     default_order = ORDERS[order]()
+    if name == NvlinkAware.name:  # with the trace's own topologies when it has them
+        return NvlinkAware(trace.topologies if isinstance(trace, TopologyTrace) else None), default_order, []
     if name in POLICIES:
         return make_policy(name), default_order, []
-    if name == "nvlink-aware":
-        return NvlinkAware(trace.topologies if isinstance(trace, TopologyTrace) else None), default_order, []
     placement = _placement(options.get("policy"), "first-fit" if name == "kueue" else "gang")
     if name == "preempt":
         checkpoints = next(listener for listener in listeners if isinstance(listener, Checkpoints))
@@ -188,8 +179,7 @@ def _build(
         return placement, ORDERS[name](), []
     if name in ("drf", "wdrf"):
         weights = trace.weights if name == "wdrf" and isinstance(trace, TenantTrace) else {}
-        ledger = TenantLedger(cluster_capacity(trace.cluster), weights)
-        return placement, DrfOrder(ledger, name), [LedgerKeeper(ledger)]
+        return placement, DrfOrder(weights, name), []
     return placement, default_order, [Kueue(_kueue_config(options, trace))]
 
 

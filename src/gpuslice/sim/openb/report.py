@@ -220,3 +220,30 @@ def plot_curves(records: Sequence[Record], path: str | Path, workload: str = "de
     figure.savefig(target, dpi=110)
     plt.close(figure)
     return target
+
+
+def plot_workloads(records: Sequence[Record], path: str | Path, ours: str = "fgd-cpu", baseline: str = "fgd") -> Path:
+    """Bars of unallocated GPU % at 100 % arrived per workload: `baseline` vs `ours` (mean of seeds)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    workloads = [w for w in ordered_workloads(records) if select(records, w, ours) and select(records, w, baseline)]
+    if not workloads:
+        raise ValueError(f"no workload has both {ours} and {baseline} records")
+    figure, axis = plt.subplots(figsize=(12, 4))
+    positions = range(len(workloads))
+    for offset, policy in ((-0.2, baseline), (0.2, ours)):
+        means = [seed_stat(select(records, w, policy), "unallocated_gpu_pct", 100).mean for w in workloads]
+        axis.bar([p + offset for p in positions], means, width=0.4, label=label(policy))
+    axis.set_xticks(list(positions), workloads, rotation=60, ha="right", fontsize=8)
+    axis.set_ylabel("Unallocated GPU % at 100 % arrived")
+    axis.grid(axis="y", alpha=0.3)
+    axis.legend()
+    figure.tight_layout()
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(target, dpi=110)
+    plt.close(figure)
+    return target

@@ -62,9 +62,21 @@ class StateTable:
     def ensure(self, sids: IntArray) -> None:
         """Compute the derived columns of the states among `sids` that lack them (vectorised)."""
         todo = sids[~self.ready[sids]]
-        if len(todo) == 0:
-            return
-        rows = self.packed[todo]
+        if len(todo):
+            self.packed[todo] = self._derive(self.packed[todo])
+            self.ready[todo] = True
+
+    def rows(self, sids: IntArray) -> IntArray:
+        """The packed rows of `sids`, derived columns included (one gather when they are already known)."""
+        rows = self.packed[sids]
+        missing = ~self.ready[sids]
+        if missing.any():
+            rows[missing] = self._derive(rows[missing])
+            self.packed[sids[missing]] = rows[missing]
+            self.ready[sids[missing]] = True
+        return rows
+
+    def _derive(self, rows: IntArray) -> IntArray:
         gpus = rows[:, self.gpu_cols]
         big, count = self.tasks.fitting(gpus)
         total = gpus.sum(axis=1)
@@ -73,8 +85,7 @@ class StateTable:
         rows[:, self.FRAG] = self.tasks.weighted_fragment(model, rows[:, self.CPU], total, big, count)
         rows[:, self.big_cols] = big
         rows[:, self.count_cols] = count
-        self.packed[todo] = rows
-        self.ready[todo] = True
+        return rows
 
     def frag(self, sids: IntArray) -> IntArray:
         """Σ_m w_m F_n(m) of each state."""

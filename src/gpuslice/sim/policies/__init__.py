@@ -8,6 +8,7 @@ from gpuslice.sim.policies.base import PlacementPolicy
 from gpuslice.sim.policies.best_fit import BestFit
 from gpuslice.sim.policies.first_fit import FirstFit
 from gpuslice.sim.policies.gang import Gang
+from gpuslice.sim.policies.nvlink_aware import NvlinkAware
 from gpuslice.sim.policies.topology_aware import TopologyAware
 
 # name -> factory; later policies (preemption, sharing tiers) register here.
@@ -16,6 +17,7 @@ POLICIES: dict[str, Callable[[], PlacementPolicy]] = {
     BestFit.name: BestFit,
     Gang.name: Gang,
     TopologyAware.name: TopologyAware,
+    NvlinkAware.name: NvlinkAware,
 }
 
 
@@ -24,7 +26,7 @@ class UnknownPolicy(ValueError):
 
 
 def make_policy(name: str) -> PlacementPolicy:
-    """A fresh policy by its name (first-fit, best-fit, gang, topology-aware)."""
+    """A fresh policy by its name (first-fit, best-fit, gang, topology-aware, nvlink-aware)."""
     factory = POLICIES.get(name)
     if factory is None:
         raise UnknownPolicy(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
@@ -36,6 +38,7 @@ __all__ = [
     "BestFit",
     "FirstFit",
     "Gang",
+    "NvlinkAware",
     "PlacementPolicy",
     "TopologyAware",
     "UnknownPolicy",

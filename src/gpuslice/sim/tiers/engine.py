@@ -57,7 +57,14 @@ class TierEngine:
             [GpuSlot.build(gpu, plan.mechanisms[n], plan.params) for gpu in node.gpus]
             for n, node in enumerate(cluster.nodes)
         ]
+        self.flat = [slot for node in self.slots for slot in node]
+        self.position = {id(slot): index for index, slot in enumerate(self.flat)}
         self.jobs = [self._job(spec, seq, gpu_memory or {}) for seq, spec in enumerate(jobs)]
+        self.fit_memo: dict[tuple[Any, ...], bool] = {}
+        # Per GPU: (busy, held, fractional jobs, their GPU-fault, crash and memory domain sums, shared, over-committed)
+        self.contrib = [(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)] * len(self.flat)
+        self.totals = [0.0] * 8
+        self.dirty: set[int] = set()
         self.events: list[tuple[float, int, int, Any]] = []
         self.counter = 0
         self.now = 0.0
@@ -137,6 +144,7 @@ class TierEngine:
                 return False
             for slot in chosen:
                 slot.exclusive = job.run.seq
+                self.dirty.add(self.position[id(slot)])
             self._start(job, tuple(chosen))
             return True
         for group in self.plan.fractional_routes:
@@ -144,19 +152,28 @@ class TierEngine:
             for node in group:
                 empties = sum(slot.empty and slot.takes_whole_jobs for slot in self.slots[node])
                 for index, slot in enumerate(self.slots[node]):
-                    share = slot.fit(job.run.seq, job.demand)
-                    if share is None:
+                    if not self._fits(slot, job.demand):
                         continue
                     key = (slot.empty, -slot.held(), empties, node, index)
                     if best is None or key < best[0]:
-                        best = (key, slot, share)
+                        best = (key, slot, None)
             if best is not None:
-                _, slot, share = best
+                slot = best[1]
+                share = slot.fit(job.run.seq, job.demand)
+                assert share is not None
                 slot.add(share)
+                self.dirty.add(self.position[id(slot)])
                 self._start(job, (slot,))
                 self._retime(slot, exclude=job)
                 return True
         return False
+
+    def _fits(self, slot: GpuSlot, demand: Demand) -> bool:
+        key = (slot.state_key(), demand)
+        known = self.fit_memo.get(key)
+        if known is None:
+            known = self.fit_memo[key] = slot.fit(-1, demand) is not None
+        return known
 
     def _whole_gpus(self, count: int) -> list[GpuSlot] | None:
         best: tuple[int, int] | None = None
@@ -207,6 +224,7 @@ class TierEngine:
     def _finish(self, job: _Job) -> None:
         for slot in job.slots:
             slot.remove(job.run.seq)
+            self.dirty.add(self.position[id(slot)])
         job.run.end_time = self.now
         job.run.status = JobStatus.DONE
         job.version += 1
@@ -221,27 +239,39 @@ class TierEngine:
             for key, value in self.sample.items():
                 self.sums[key] += span * value
         self.last_time = self.now
-        busy = held = 0.0
-        sample = dict.fromkeys(self.sums, 0.0)
-        for node in self.slots:
-            for slot in node:
-                busy += slot.busy()
-                held += slot.held()
-                if not slot.shares:
-                    continue
-                count = len(slot.shares)
-                sample["frac_time"] += count
-                sample["gpu_domain"] += count * count
-                sample["crash"] += count * slot.crash_domain()
-                sample["memory"] += count * slot.memory_domain()
-                sample["shared_gpu_time"] += 1
-                if slot.memory_overcommitted():
-                    sample["overcommit"] += 1
-                    for seq in slot.shares:
-                        self.jobs[seq].overcommitted = True
-        self.sample = sample
+        for index in self.dirty:  # only GPUs whose jobs changed since the last sample
+            slot = self.flat[index]
+            new = self._contribution(slot)
+            self.totals = [
+                total - old + fresh for total, old, fresh in zip(self.totals, self.contrib[index], new, strict=True)
+            ]
+            self.contrib[index] = new
+            if new[7]:
+                for seq in slot.shares:
+                    self.jobs[seq].overcommitted = True
+        self.dirty.clear()
+        busy, held, *rest = self.totals
+        self.sample = dict(
+            zip(("frac_time", "gpu_domain", "crash", "memory", "shared_gpu_time", "overcommit"), rest, strict=True)
+        )
         stranded = self._stranded() if self.pending else 0.0
         self.timeline.record(self.now, busy, busy, held, stranded)
+
+    @staticmethod
+    def _contribution(slot: GpuSlot) -> tuple[float, float, float, float, float, float, float, float]:
+        count = len(slot.shares)
+        if not count:
+            return (slot.busy(), slot.held(), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        return (
+            slot.busy(),
+            slot.held(),
+            count,
+            count * count,
+            count * slot.crash_domain(),
+            count * slot.memory_domain(),
+            1.0,
+            1.0 if slot.memory_overcommitted() else 0.0,
+        )
 
     def _stranded(self) -> float:
         """Free GPU capacity (in GPUs) on GPUs where no waiting job could be placed now."""
@@ -258,7 +288,7 @@ class TierEngine:
                         empty = sum(s.empty and s.takes_whole_jobs for s in slots)
                         usable = slot.empty and node in self.plan.training_nodes and empty >= job.gpus
                     else:
-                        usable = slot.fit(job.run.seq, job.demand) is not None
+                        usable = self._fits(slot, job.demand)
                     if usable:
                         break
                 if not usable:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpuslice.gpu import Gpu, InvalidMigLayout, MigCatalogue, MigProfile, assign_placements, catalogue_for
 from gpuslice.gpu.mig import free_placements
@@ -112,6 +113,17 @@ class GpuSlot:
     @property
     def jobs(self) -> int:
         return len(self.shares) + (self.exclusive is not None)
+
+    def state_key(self) -> tuple[Any, ...]:
+        """Everything `fit` depends on: slots with equal keys accept exactly the same demands."""
+        base = (self.mechanism, self.gpu.product_name, self.gpu.memory_mib, self.params, self.exclusive is not None)
+        if self.mechanism is Mechanism.TIME_SLICING:
+            return (*base, len(self.shares))
+        if self.mechanism is Mechanism.MPS:
+            return (*base, sum(share.replicas for share in self.shares.values()))
+        if self.mechanism is Mechanism.MIG:
+            return (*base, tuple(sorted(share.placement for share in self.shares.values() if share.placement)))
+        return (*base, bool(self.shares))
 
     # -- fitting a fractional job -------------------------------------------------------------
     def fit(self, job: int, demand: Demand) -> Share | None:

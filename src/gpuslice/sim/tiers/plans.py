@@ -29,7 +29,8 @@ def plan_for(name: str, options: Mapping[str, str], cluster: ClusterSpec) -> Tie
     """A plan by name: whole, time-slicing, mps, mig (every node alike) or tiered.
 
     Options: replicas (time-slicing, mps), layout=balanced (mig: a fixed mig-parted "all-balanced" layout),
-    and for tiered mig=N, mps=N (node counts; the rest are whole-GPU nodes for training).
+    and for tiered mig=N, mps=N (node counts, default one eighth of the nodes each; the rest are whole-GPU
+    nodes for training).
     """
     nodes = len(cluster.nodes)
     known = {
@@ -55,8 +56,8 @@ def plan_for(name: str, options: Mapping[str, str], cluster: ClusterSpec) -> Tie
             params = replace(params, mig_layout=_balanced(cluster))
             static = frozenset(everything)
         return TierPlan(name, (mechanism,) * nodes, params, (everything,), everything, static)
-    mig = _int(options, "mig", nodes // 4, name)
-    mps = _int(options, "mps", nodes // 4, name)
+    mig = _int(options, "mig", max(1, nodes // 8), name)
+    mps = _int(options, "mps", max(1, nodes // 8) if nodes > 2 else 0, name)
     whole = nodes - mig - mps
     if whole < 1 or mig < 0 or mps < 0:
         raise SimModelError(

@@ -1,4 +1,4 @@
-"""Traces: the CSV format, the seeded synthetic generator, the adversarial and two-gang traces, a registry."""
+"""Traces: the CSV format, the synthetic generator, the adversarial, two-gang and extension traces, a registry."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ from pathlib import Path
 
 from gpuslice.sim.traces.adversarial import adversarial, build_adversarial
 from gpuslice.sim.traces.csv_format import load_trace, parse_trace, trace_to_text, write_trace
+from gpuslice.sim.traces.preemption import PreemptionTrace, build_preemption
+from gpuslice.sim.traces.sharing import SharingTrace, build_sharing
 from gpuslice.sim.traces.synthetic import DEFAULT_MIX, JobClass, SyntheticParams, generate
+from gpuslice.sim.traces.tenants import TenantTrace, build_tenants
+from gpuslice.sim.traces.topology import TopologyTrace, build_topology
 from gpuslice.sim.traces.trace import Trace, TraceError
 from gpuslice.sim.traces.two_gang import build_two_gang, two_gang
 
@@ -18,11 +22,15 @@ def _build_synthetic(seed: int, params: Mapping[str, str]) -> Trace:
     return generate(SyntheticParams.from_params(params), seed)
 
 
-# name -> builder(seed, params); later traces (preemption, tenants, sharing) register here.
+# name -> builder(seed, params). The last four are the extension traces (docs/simulator.md, "Extensions").
 TRACES: dict[str, TraceBuilder] = {
     "synthetic": _build_synthetic,
     "adversarial": build_adversarial,
     "two-gang": build_two_gang,
+    "preemption": build_preemption,
+    "tenants": build_tenants,
+    "topology": build_topology,
+    "sharing": build_sharing,
 }
 
 
@@ -46,7 +54,11 @@ __all__ = [
     "DEFAULT_MIX",
     "TRACES",
     "JobClass",
+    "PreemptionTrace",
+    "SharingTrace",
     "SyntheticParams",
+    "TenantTrace",
+    "TopologyTrace",
     "Trace",
     "TraceBuilder",
     "TraceError",

@@ -22,7 +22,7 @@ GIB = 1024
 # name, weight, compute fraction, GPU memory GiB
 INFERENCE = (("small", 0.35, 0.10, 6), ("medium", 0.30, 0.25, 16), ("large", 0.20, 0.40, 30), ("xl", 0.15, 0.50, 36))
 TRAINING = ((1, 0.4), (2, 0.3), (4, 0.2), (8, 0.1))
-DEFAULTS: dict[str, int | float | str] = {"nodes": 8, "jobs": 800, "load": 0.7, "inference": 0.85}
+DEFAULTS: dict[str, int | float | str] = {"nodes": 8, "jobs": 1500, "load": 0.9, "inference": 0.85}
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 - vision: whole-node 8-GPU training (dominant resource: GPUs); a large burst at t = 0, then a trickle.
 - nlp: 1- and 2-GPU jobs all day (GPUs); priority 10, weight 2 (it pays for twice the share).
-- etl: CPU- and memory-hungry jobs without GPUs (dominant resource: memory).
+- etl: CPU-hungry jobs without GPUs (dominant resource: CPU); on a node busy with GPU work only one fits.
 FIFO lets the burst take the cluster for hours; priority lets nlp starve the others; DRF gives each
 tenant an equal dominant share (weighted DRF: nlp twice the others').
 """
@@ -40,7 +40,6 @@ def build_tenants(seed: int, params: Mapping[str, str]) -> TenantTrace:
     cluster_text = f"{nodes}xdgx-h100;island={nodes}"
     cluster = parse_cluster(cluster_text)
     gpus = cluster.total_gpus
-    memory_gib = sum(node.memory_mib for node in cluster.nodes) / GIB
     horizon = hours * 3600
     rng = np.random.default_rng(seed)
     jobs: list[JobSpec] = []
@@ -59,7 +58,7 @@ def build_tenants(seed: int, params: Mapping[str, str]) -> TenantTrace:
                     )
                 )
 
-    vision_pod = PodSpec.of(8, cpu_milli=32_000, memory_mib=256 * GIB)
+    vision_pod = PodSpec.of(8, cpu_milli=64_000, memory_mib=512 * GIB)
     trickle = max(1, int(hours))  # one more every hour
     vision_submit = np.concatenate([np.zeros(burst), np.round(np.arange(1, trickle + 1) * 3600.0, 3)])
     add(
@@ -79,10 +78,10 @@ def build_tenants(seed: int, params: Mapping[str, str]) -> TenantTrace:
     nlp_submit = poisson_times(rng, nlp_count / horizon, nlp_count, start=300.0)
     add("nlp", "nlp", nlp_submit, log_uniform(rng, 1800, 5400, nlp_count), nlp_pods)
 
-    # etl alone would hold about half the memory: 1/16 of it per job, ~90 min each.
-    etl_memory = int(memory_gib / 16 * GIB)
-    etl_pod = PodSpec.of(0, cpu_milli=24_000, memory_mib=etl_memory)
-    etl_count = int(8 * horizon / 5400)
+    # etl alone would want about 60 % of the cores: 48 cores per job, ~85 min each.
+    cores = sum(node.cpu_milli for node in cluster.nodes) / 1000
+    etl_pod = PodSpec.of(0, cpu_milli=48_000, memory_mib=256 * GIB)
+    etl_count = int(0.6 * cores / 48 * horizon / 5200)
     etl_submit = poisson_times(rng, etl_count / horizon, etl_count, start=60.0)
     add("etl", "etl", etl_submit, log_uniform(rng, 3600, 7200, etl_count), [etl_pod] * etl_count)
 
@@ -93,7 +92,7 @@ def build_tenants(seed: int, params: Mapping[str, str]) -> TenantTrace:
         jobs=tuple(jobs),
         description=(
             f"3 tenants over {hours:g} h on {cluster_text}: vision (8-GPU, burst of {burst} at t=0), nlp (1-2 GPUs, "
-            f"priority 10, weight 2), etl (no GPU, {etl_memory // GIB} GiB each); seed {seed}"
+            f"priority 10, weight 2), etl (no GPU, 48 cores each); seed {seed}"
         ),
         cluster_text=cluster_text,
         weights=dict(WEIGHTS),

@@ -101,8 +101,7 @@ class FgdScorer:
     def slot_deltas(self, sids: IntArray, shape: Shape) -> tuple[IntArray, npt.NDArray[np.bool_]]:
         """Δ = Σ_m w_m (F_n(m) before - after) per (state, slot) and whether that placement is possible."""
         st = self.states
-        st.ensure(sids)
-        rows = st.packed[sids]
+        rows = st.rows(sids)
         model, cpu, total, frag = rows[:, st.MODEL], rows[:, st.CPU], rows[:, st.TOTAL], rows[:, st.FRAG]
         gpus, big, count = rows[:, st.gpu_cols], rows[:, st.big_cols], rows[:, st.count_cols]
         k, milli = shape.num_gpu, shape.gpu_milli
@@ -152,7 +151,9 @@ class FgdPolicy:
         if shape.cpu == 0 and shape.num_gpu == 0 and memory == 0:
             return Placement(0, ())  # no request at all: 100 on every node, the first in tie order wins
         scores = self.scorer.node_scores(shape)
-        node = argmax_or_none(np.where(cluster.memory >= memory, scores, INFEASIBLE))
+        node = argmax_or_none(scores)
+        if node >= 0 and cluster.memory_list[node] < memory:  # memory rarely binds: filter only when it does
+            node = argmax_or_none(np.where(cluster.memory >= memory, scores, INFEASIBLE))
         if node < 0:
             return None
         return Placement(node, self.gpus_for(node, shape))

@@ -42,7 +42,7 @@ class CpuAwareFgdScorer(FgdScorer):
     def slot_matrix(self, sids: IntArray, shape: Shape) -> IntArray:
         delta, valid = self.slot_deltas(sids, shape)
         st = self.states
-        rows = st.packed[sids]
+        rows = st.rows(sids)
         total, cpu = rows[:, st.TOTAL], rows[:, st.CPU]
         relief = self.stranded(total, cpu) - self.stranded(total - shape.gpu_request, cpu - shape.cpu)
         delta = delta + np.rint(relief * self.total_weight).astype(np.int64)[:, None]

@@ -1,0 +1,107 @@
+"""NVIDIA-compatible extras around a prepared plugin: Allocate pipeline, IMEX channels, CDI spec file, MPS daemons."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuslice.allocation import AllocateOptions
+from gpuslice.allocation.cdi import CONTROL_NODES, DEFAULT_CDI_DIR, CdiError, write_node_specs
+from gpuslice.allocation.strategies import DeviceListSettings, ImexChannelMissing, nvidia_answer, select_imex_channels
+from gpuslice.config import Config
+from gpuslice.gpu import Node
+from gpuslice.mps import DEFAULT_CONTROL_COMMAND, CommandControl, MpsControl, MpsManager
+from gpuslice.sharing import SharingPlan
+
+log = logging.getLogger("gpuslice.plugin")
+
+PathCheck = Callable[[str], bool]
+
+
+class CompatError(ValueError):
+    """An IMEX channel, CDI spec or MPS setting that stops the plugin before it registers."""
+
+
+def is_char_device(path: str) -> bool:
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def assume_present(path: str) -> bool:
+    """The fake backend's view of /dev: every node NVIDIA's plugin looks for is there."""
+    return True
+
+
+@dataclass(frozen=True)
+class CompatOptions:
+    """Where the extras live on this node; the CLI fills it from flags and env."""
+
+    cdi_dir: str = DEFAULT_CDI_DIR
+    mps_control_command: tuple[str, ...] = DEFAULT_CONTROL_COMMAND
+    # NVIDIA checks the plugin container's own /dev (control nodes) and the dev root (IMEX channels).
+    node_exists: PathCheck = os.path.exists
+    char_device: PathCheck = is_char_device
+
+    @classmethod
+    def for_fake_backend(
+        cls, cdi_dir: str = DEFAULT_CDI_DIR, mps_command: Sequence[str] = DEFAULT_CONTROL_COMMAND
+    ) -> CompatOptions:
+        return cls(cdi_dir, tuple(mps_command), assume_present, assume_present)
+
+    @staticmethod
+    def split_command(text: str | None) -> tuple[str, ...]:
+        return tuple(shlex.split(text)) if text else DEFAULT_CONTROL_COMMAND
+
+
+def device_list_settings(config: Config, options: CompatOptions) -> tuple[DeviceListSettings, tuple[str, ...]]:
+    """The Allocate settings of `config` on this node, and warnings (IMEX channels that are missing)."""
+    imex = config.imex
+    try:
+        channels, warnings = select_imex_channels(
+            imex.channel_ids, imex.required, config.flags.dev_root, options.char_device
+        )
+    except ImexChannelMissing as exc:
+        raise CompatError(f"imex.channelIDs: {exc}") from exc
+    control = tuple(path for path in CONTROL_NODES if options.node_exists(path))
+    return DeviceListSettings.from_config(config, imex_channels=channels, control_nodes=control), warnings
+
+
+def allocate_options(config: Config, settings: DeviceListSettings) -> AllocateOptions:
+    """Allocate answers built by NVIDIA's pipeline (device list strategies, CDI, MPS, IMEX, device specs)."""
+    return AllocateOptions.from_config(
+        config, pass_device_specs=settings.pass_device_specs, pipeline=(nvidia_answer(settings),)
+    )
+
+
+def write_cdi_specs(settings: DeviceListSettings, node: Node, cdi_dir: str) -> tuple[Path, ...]:
+    """With a cdi-* strategy, regenerate the CDI spec files (NVIDIA does so at every start); else nothing."""
+    if not settings.cdi_enabled:
+        return ()
+    try:
+        written = write_node_specs(
+            cdi_dir, node, settings.device_id_strategy, settings.dev_root, settings.imex_channels
+        )
+    except CdiError as exc:
+        raise CompatError(f"--cdi-spec-dir {cdi_dir}: {exc}") from exc
+    for path in written:
+        log.info("wrote CDI spec %s", path)
+    return written
+
+
+def mps_manager(
+    config: Config, plan: SharingPlan, options: CompatOptions, control: MpsControl | None = None
+) -> MpsManager | None:
+    """An MPS manager for the plan's MPS resources (not started), or None when nothing is shared with MPS."""
+    if not any(resource.sharing == "mps" for resource in plan.resources):
+        return None
+    root = config.flags.mps_root
+    if not root:  # validate_startup refuses this first; kept for callers that skip it
+        raise CompatError("using MPS requires --mps-root to be specified")
+    return MpsManager(root, control or CommandControl(options.mps_control_command))

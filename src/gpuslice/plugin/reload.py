@@ -1,0 +1,165 @@
+"""SIGHUP: re-read the config; a valid one re-registers what changed, an invalid one leaves the old one serving."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuslice.allocation.mps_edits import MpsConfigError, daemon_settings
+from gpuslice.allocation.strategies import DeviceListSettings
+from gpuslice.config import Config, ConfigError, load_config, validate_startup
+from gpuslice.discovery import Backend
+from gpuslice.gpu import Node
+from gpuslice.mps import MpsControl, MpsManager, MpsStartError
+from gpuslice.plugin.compat import (
+    CompatError,
+    CompatOptions,
+    allocate_options,
+    device_list_settings,
+    mps_manager,
+    write_cdi_specs,
+)
+from gpuslice.plugin.manager import PluginManager
+from gpuslice.sharing import SharingError, SharingPlan, build_resources
+
+log = logging.getLogger("gpuslice.plugin")
+
+
+@dataclass(frozen=True)
+class ServedConfig:
+    """What the plugin serves right now: the config and everything derived from it."""
+
+    config: Config
+    node: Node
+    plan: SharingPlan
+    settings: DeviceListSettings
+    warnings: tuple[str, ...] = ()
+
+
+class ConfigReloader:
+    """Owns the served config, the MPS daemons and the CDI spec of one plugin process.
+
+    `start()` brings the extras up before the manager serves; `reload()` (SIGHUP) re-reads the config
+    file and applies it only if every step succeeds; `stop()` quits the MPS daemons after the servers.
+    """
+
+    def __init__(
+        self,
+        manager: PluginManager,
+        served: ServedConfig,
+        config_file: str | Path | None,
+        backend: Backend,
+        options: CompatOptions,
+        mps_control: MpsControl | None = None,
+        on_reload: Callable[[ServedConfig], None] | None = None,
+    ) -> None:
+        self.manager = manager
+        self.served = served
+        self.config_file = config_file
+        self.backend = backend
+        self.options = options
+        self._mps_control = mps_control
+        self._on_reload = on_reload
+        self._mps: MpsManager | None = None
+        self._lock = threading.Lock()
+        self.reloads = 0
+        self.failed_reloads = 0
+
+    @classmethod
+    def prepare(
+        cls, config: Config, node: Node, plan: SharingPlan, options: CompatOptions
+    ) -> tuple[ServedConfig, tuple[str, ...]]:
+        """The served state of an already validated config; CompatError on a missing required IMEX channel."""
+        settings, warnings = device_list_settings(config, options)
+        return ServedConfig(config, node, plan, settings, warnings), warnings
+
+    def start_extras(self) -> None:
+        """Write the CDI spec and start the MPS daemons (before the manager serves); raises on failure."""
+        write_cdi_specs(self.served.settings, self.served.node, self.options.cdi_dir)
+        self._mps = self._start_mps(self.served)
+
+    def _start_mps(self, served: ServedConfig) -> MpsManager | None:
+        manager = mps_manager(served.config, served.plan, self.options, self._mps_control)
+        if manager is not None:
+            manager.start(served.plan.resources)
+        return manager
+
+    def stop(self) -> None:
+        """Quit the MPS daemons. Idempotent; call after the servers are stopped."""
+        with self._lock:
+            if self._mps is not None:
+                self._mps.stop()
+                self._mps = None
+
+    def reload(self) -> bool:
+        """Re-read the config file; True if the new config now serves, False if the old one still does."""
+        with self._lock:
+            log.info("Received SIGHUP, restarting.")
+            try:
+                candidate = self._candidate()
+            except (ConfigError, SharingError, CompatError, MpsConfigError) as exc:
+                self.failed_reloads += 1
+                log.error("reload refused, still serving the previous config: %s", exc)
+                return False
+            for warning in candidate.warnings:
+                log.warning("%s", warning)
+            if not self._apply(candidate):
+                self.failed_reloads += 1
+                return False
+            self.reloads += 1
+            if self._on_reload is not None:
+                self._on_reload(candidate)
+            return True
+
+    def _candidate(self) -> ServedConfig:
+        loaded = load_config(self.config_file)
+        validate_startup(loaded.config)
+        node = self.backend.discover()
+        if node.gpus != self.served.node.gpus:
+            raise SharingError("the node's GPUs changed since the plugin started; restart the plugin to advertise them")
+        plan = build_resources(node, loaded.config)
+        served, warnings = self.prepare(loaded.config, node, plan, self.options)
+        for resource in plan.resources:  # the MPS client caps are checked before anything is touched
+            if resource.sharing == "mps":
+                daemon_settings(resource)
+        return ServedConfig(served.config, node, plan, served.settings, loaded.warnings + plan.warnings + warnings)
+
+    def _apply(self, candidate: ServedConfig) -> bool:
+        old = self.served
+        mps_changed = _mps_view(old) != _mps_view(candidate)
+        if mps_changed and self._mps is not None:
+            self._mps.stop()
+            self._mps = None
+        try:
+            if mps_changed:
+                self._mps = self._start_mps(candidate)
+            write_cdi_specs(candidate.settings, candidate.node, self.options.cdi_dir)
+        except (MpsStartError, CompatError) as exc:
+            log.error("reload failed, still serving the previous config: %s", exc)
+            if mps_changed:
+                self._restore_mps(old)
+            return False
+        options = allocate_options(candidate.config, candidate.settings)
+        changed = self.manager.update(
+            candidate.plan.resources, options, settings_changed=old.settings != candidate.settings
+        )
+        self.served = candidate
+        log.info(
+            "reloaded %s: %s", self.config_file or "the defaults", ", ".join(changed) if changed else "nothing changed"
+        )
+        return True
+
+    def _restore_mps(self, old: ServedConfig) -> None:
+        try:
+            self._mps = self._start_mps(old)
+        except MpsStartError as exc:
+            log.error("the previous MPS daemons could not be restarted either: %s", exc)
+
+
+def _mps_view(served: ServedConfig) -> tuple[object, ...]:
+    """What the MPS daemons depend on: the MPS resources (names and devices) and the root."""
+    resources = tuple(r for r in served.plan.resources if r.sharing == "mps")
+    return (served.config.flags.mps_root, resources)
