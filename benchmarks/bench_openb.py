@@ -68,7 +68,9 @@ def main() -> None:
         for name in names:
             pair = pairwise(records, name, "fgd-cpu", "fgd")
             fgd = seed_stat(select(records, name, "fgd"), "unallocated_gpu_pct", 100).mean
-            print(f"  {name:<12} fgd {fgd:5.2f} %  fgd-cpu {pair['mean_diff']:+.2f}  wins {pair['wins']}/{pair['seeds']}")
+            print(
+                f"  {name:<12} fgd {fgd:5.2f} %  fgd-cpu {pair['mean_diff']:+.2f}  wins {pair['wins']}/{pair['seeds']}"
+            )
 
 
 if __name__ == "__main__":

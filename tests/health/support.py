@@ -92,6 +92,7 @@ def start_stack(
     metrics_port: int | None = None,
     kubelet: MockKubelet | None = None,
     wait: bool = True,
+    start: bool = True,
 ) -> Stack:
     """Start a mock kubelet (unless given) and a plugin whose fake backend follows `<workdir>/events`."""
     events = workdir / "events"
@@ -106,9 +107,10 @@ def start_stack(
     manager = assemble_manager(plan, node, loaded, kubelet.socket_path, spec.topology, workers=8, observer=metrics)
     loop = build_health_loop(backend, node, manager.health, xid_policy_from_env(env or {}), recovery, metrics, 0.005)
     runtime = PluginRuntime(manager, health_loop=loop, metrics=metrics, metrics_port=metrics_port)
-    runtime.start()
+    if start:
+        runtime.start()
     stack = Stack(kubelet, runtime, manager, loop, metrics, plan, node, events)
-    if wait:
+    if start and wait:
         assert stack.wait_registered()
     return stack
 

@@ -86,7 +86,7 @@ def test_probe_fails_for_a_gpu_not_on_the_bus() -> None:
 class BrokenMemoryNvml(FakeNvml):
     """A fake whose GPUs no longer answer memory queries (as after Xid 79)."""
 
-    def nvmlDeviceGetMemoryInfo(self, handle: Any) -> Any:  # noqa: N802 - NVML's name
+    def nvmlDeviceGetMemoryInfo(self, handle: Any) -> Any:
         raise FakeNvmlError(UNKNOWN)
 
 
@@ -94,7 +94,7 @@ def test_probe_fails_when_nvml_queries_fail() -> None:
     healthy = dgx_h100()
     backend = NvmlBackend(BrokenMemoryNvml(healthy.gpus))
     passed, detail = NvmlProbe(backend).probe(healthy.gpus[0].uuid)
-    assert not passed and "NVML query failed: Unknown Error" == detail
+    assert not passed and detail == "NVML query failed: Unknown Error"
     backend.close()
 
 

@@ -25,7 +25,9 @@ MIG_GPU = MIG.gpus[0]
 MIG_A, MIG_B = MIG_GPU.mig_instances[0], MIG_GPU.mig_instances[1]
 
 
-def tracker(node: Node = PLAIN, recovery: bool = False, quiet_s: float = 0.0, env: dict[str, str] | None = None) -> HealthTracker:
+def tracker(
+    node: Node = PLAIN, recovery: bool = False, quiet_s: float = 0.0, env: dict[str, str] | None = None
+) -> HealthTracker:
     return HealthTracker(node, xid_policy_from_env(env or {}), RecoveryPolicy(recovery, quiet_s=quiet_s))
 
 

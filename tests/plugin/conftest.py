@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from gpuslice.sharing import Resource, build_resources
 
 OUR_THREAD_PREFIXES = ("gpuslice-", "kubelet-")
 WAIT_S = 10.0
+LEAK_GRACE_S = 2.0
 
 
 def our_threads() -> list[str]:
@@ -29,8 +31,13 @@ def our_threads() -> list[str]:
 
 @pytest.fixture(autouse=True)
 def no_leaked_threads() -> Iterator[None]:
+    """Fails the test that leaves one of our threads behind (not every later one)."""
+    before = set(our_threads())
     yield
-    assert our_threads() == [], "threads left running after the test"
+    deadline = time.monotonic() + LEAK_GRACE_S
+    while (left := sorted(set(our_threads()) - before)) and time.monotonic() < deadline:
+        time.sleep(0.02)  # a stopped executor's last worker may still be on its way out
+    assert left == [], "threads left running after the test"
 
 
 @pytest.fixture

@@ -88,7 +88,7 @@ def test_env_can_make_an_ignored_xid_critical(stacks: list[Stack], workdir: Path
 def test_disabled_health_checks_do_not_follow_the_file(stacks: list[Stack], workdir: Path) -> None:
     stack = start(stacks, workdir, env={"DP_DISABLE_HEALTHCHECKS": "all"})
     assert stack.health_loop.alive
-    assert [t for t in stack.health_loop._threads] == []
+    assert stack.health_loop.thread_names == []
 
 
 def test_recovery_line_is_ignored_when_recovery_is_off(stacks: list[Stack], workdir: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from gpuslice.config import Config, parse_config_text
 from gpuslice.discovery import load_node_spec, parse_node_spec
 from gpuslice.kubelet import MockKubelet
-from gpuslice.plugin import PluginManager, PluginStartError, RegistrationError, socket_name
+from gpuslice.plugin import PluginManager, PluginStartError, RegistrationError, ResourceService, socket_name
 from gpuslice.sharing import HealthStore, build_resources
 from tests.plugin.conftest import WAIT_S, StartPlugin
 
@@ -109,3 +109,40 @@ def test_one_server_and_socket_per_resource(kubelet: MockKubelet) -> None:
                 assert kubelet.wait_for(resource=name, allocatable=0, timeout=WAIT_S)
         assert kubelet.resource("nvidia.com/gpu").allocatable == 1  # type: ignore[union-attr]
     assert list(kubelet.device_plugin_dir.glob("gpuslice-*")) == []
+
+
+class RecordingExtension:
+    """A plugin extension that records its lifecycle and tags every service it builds."""
+
+    def __init__(self, kubelet: MockKubelet) -> None:
+        self.kubelet = kubelet
+        self.calls: list[str] = []
+
+    def start(self) -> None:
+        self.calls.append(f"start, sockets: {len(list(self.kubelet.device_plugin_dir.glob('gpuslice-*')))}")
+
+    def stop(self) -> None:
+        self.calls.append(f"stop, sockets: {len(list(self.kubelet.device_plugin_dir.glob('gpuslice-*')))}")
+
+    def service_for(self, resource, health, options=None, whole_gpu_rule=None, observer=None):  # type: ignore[no-untyped-def]
+        self.calls.append(f"service {resource.name}")
+        return ResourceService(resource, health, options, whole_gpu_rule, observer)
+
+
+def test_an_extension_wraps_the_servers_and_builds_the_services(kubelet: MockKubelet) -> None:
+    node = load_node_spec(None).node
+    extension = RecordingExtension(kubelet)
+    manager = PluginManager(
+        build_resources(node, Config()), HealthStore(node), kubelet.socket_path, extension=extension
+    )
+    with manager:
+        assert kubelet.wait_for(resource="nvidia.com/gpu", allocatable=4, timeout=WAIT_S)
+        kubelet.restart()
+        manager.reregister()
+        assert kubelet.wait_for(resource="nvidia.com/gpu", allocatable=4, min_registrations=2, timeout=WAIT_S)
+    assert extension.calls == [
+        "start, sockets: 0",
+        "service nvidia.com/gpu",
+        "service nvidia.com/gpu",
+        "stop, sockets: 0",
+    ]

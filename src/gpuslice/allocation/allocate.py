@@ -94,7 +94,9 @@ def validate_request(
         if device_id in unhealthy:
             raise UnhealthyDevice(resource.name, device_id)
         devices.append(device)
-    if resource.fail_requests_greater_than_one and resource.sharing != "none" and len(devices) > 1:
+    # NVIDIA's rule: only a request that includes a shared (annotated) ID is limited to one device.
+    shared = any(device.replica is not None for device in devices)
+    if resource.fail_requests_greater_than_one and shared and len(devices) > 1:
         raise RequestTooLarge(resource.name, [d.id for d in devices])
     return tuple(devices)
 

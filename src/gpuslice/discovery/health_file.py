@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -87,7 +87,7 @@ class HealthFileSource:
             assert self._file is not None
             self._offset = os.fstat(self._file.fileno()).st_size
 
-    def records(self, stop: threading.Event) -> Iterator[HealthRecord]:
+    def records(self, stop: threading.Event) -> Generator[HealthRecord, None, None]:
         """Every event appended from now on, until `stop` is set (checked every poll interval)."""
         self.prime()
         try:

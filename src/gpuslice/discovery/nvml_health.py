@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 from gpuslice.discovery.nvml import NvmlBackend, NvmlUnavailable
@@ -25,7 +25,7 @@ class NvmlHealthSource:
     def prime(self) -> None:
         """NVML delivers only events that happen after registration: nothing to skip."""
 
-    def records(self, stop: threading.Event) -> Iterator[XidEvent]:
+    def records(self, stop: threading.Event) -> Generator[XidEvent, None, None]:
         self.backend.ignored_xids = frozenset()
         yield from self.backend.watch(stop)
 

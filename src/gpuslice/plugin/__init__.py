@@ -1,6 +1,6 @@
 """The device plugin: gRPC servers per resource, registration, kubelet-restart watch, health loop."""
 
-from gpuslice.plugin.manager import PluginManager
+from gpuslice.plugin.manager import PluginExtension, PluginManager, ServiceFactory
 from gpuslice.plugin.naming import SOCKET_PREFIX, socket_name
 from gpuslice.plugin.server import PluginStartError, RegistrationError, ResourceServer
 from gpuslice.plugin.service import NullObserver, PluginObserver, ResourceService
@@ -8,11 +8,13 @@ from gpuslice.plugin.service import NullObserver, PluginObserver, ResourceServic
 __all__ = [
     "SOCKET_PREFIX",
     "NullObserver",
+    "PluginExtension",
     "PluginManager",
     "PluginObserver",
     "PluginStartError",
     "RegistrationError",
     "ResourceServer",
     "ResourceService",
+    "ServiceFactory",
     "socket_name",
 ]

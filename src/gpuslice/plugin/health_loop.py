@@ -114,6 +114,10 @@ class HealthLoop:
         self._threads: list[threading.Thread] = []
 
     @property
+    def thread_names(self) -> list[str]:
+        return [thread.name for thread in self._threads]
+
+    @property
     def alive(self) -> bool:
         """False when a thread that should run has died (the /healthz answer)."""
         return all(thread.is_alive() for thread in self._threads) or self._stop.is_set()

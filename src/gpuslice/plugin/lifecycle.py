@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable, Mapping
@@ -144,33 +145,37 @@ def run_until_signalled(
     """Start, wait for SIGTERM, SIGINT or SIGQUIT, stop; returns the signal. Must run on the main thread.
 
     `handlers` adds signals that run a callback on this thread and keep running (SIGHUP reload, for one).
+    Signals arrive through a wakeup pipe, not through an Event set in the handler: a handler runs on the
+    main thread between bytecodes, and setting an Event there deadlocks if the main thread holds the
+    Event's lock at that moment.
     """
-    wake = threading.Event()
-    received: list[signal.Signals] = []
     extra = dict(handlers or {})
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        received.append(signal.Signals(signum))
-        wake.set()
-
     watched = (*STOP_SIGNALS, *extra)
-    previous = {sig: signal.signal(sig, on_signal) for sig in watched}
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    previous_fd = signal.set_wakeup_fd(write_fd)
+    previous = {sig: signal.signal(sig, _note_signal) for sig in watched}
     try:
         runtime.start()
         if ready is not None:
             ready()
         while True:
-            wake.wait()
-            wake.clear()
-            while received:
-                sig = received.pop(0)
+            for number in os.read(read_fd, 64):
+                sig = signal.Signals(number)
                 if sig in extra:
                     log.info("received %s", sig.name)
                     extra[sig]()
-                    continue
-                log.info("received %s, shutting down", sig.name)
-                return sig
+                elif sig in STOP_SIGNALS:
+                    log.info("received %s, shutting down", sig.name)
+                    return sig
     finally:
         runtime.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        signal.set_wakeup_fd(previous_fd)
+        os.close(read_fd)
+        os.close(write_fd)
+
+
+def _note_signal(signum: int, frame: FrameType | None) -> None:
+    """Nothing to do here: the signal number reaches the main loop through the wakeup pipe."""

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Protocol, Self
 
 from gpuslice.allocation import AllocateOptions, WholeGpuRule
 from gpuslice.plugin.server import DEFAULT_WORKERS, ResourceServer
@@ -15,6 +15,40 @@ from gpuslice.plugin.service import PluginObserver, ResourceService
 from gpuslice.sharing import HealthChange, HealthStore, Resource, SharingPlan
 
 log = logging.getLogger("gpuslice.plugin")
+
+
+class ServiceFactory(Protocol):
+    """Builds the DevicePlugin service of one resource (ResourceService, or a subclass)."""
+
+    def __call__(
+        self,
+        resource: Resource,
+        health: HealthStore,
+        options: AllocateOptions | None = None,
+        whole_gpu_rule: WholeGpuRule | None = None,
+        observer: PluginObserver | None = None,
+    ) -> ResourceService: ...
+
+
+class PluginExtension(Protocol):
+    """Something that lives as long as the plugin (dynamic MIG, say) and may build the services.
+
+    `start()` runs before the first server starts, `stop()` after the last one stopped; a kubelet
+    restart (`reregister`) or a reload (`update`) touches neither.
+    """
+
+    def start(self) -> object: ...
+
+    def stop(self) -> None: ...
+
+    def service_for(
+        self,
+        resource: Resource,
+        health: HealthStore,
+        options: AllocateOptions | None = None,
+        whole_gpu_rule: WholeGpuRule | None = None,
+        observer: PluginObserver | None = None,
+    ) -> ResourceService: ...
 
 
 class PluginManager:
@@ -35,6 +69,7 @@ class PluginManager:
         socket_dir: str | Path | None = None,
         observer: PluginObserver | None = None,
         workers: int = DEFAULT_WORKERS,
+        extension: PluginExtension | None = None,
     ) -> None:
         self.resources = tuple(resources.resources if isinstance(resources, SharingPlan) else resources)
         self.health = health
@@ -46,6 +81,9 @@ class PluginManager:
         self._whole_gpu_rule = whole_gpu_rule
         self._observer = observer
         self._workers = workers
+        self._extension = extension
+        self._service_factory: ServiceFactory = extension.service_for if extension is not None else ResourceService
+        self._extension_started = False
         self._servers: list[ResourceServer] = []
         self._lock = threading.RLock()
 
@@ -67,20 +105,24 @@ class PluginManager:
         with self._lock:
             if self._servers:
                 return
+            if self._extension is not None and not self._extension_started:
+                self._extension.start()
+                self._extension_started = True
             try:
                 for resource in self.resources:
-                    service = ResourceService(
-                        resource, self.health, self._options, self._whole_gpu_rule, self._observer
-                    )
-                    server = ResourceServer(service, self.socket_dir, self._workers)
-                    self._servers.append(server)
-                    server.start()
+                    self._servers.append(self._serve(resource))
                 self._register_all()
             except BaseException:
                 self._stop_servers()
                 raise
             if not self.resources:
                 log.warning("no devices to advertise; nothing is served")
+
+    def _serve(self, resource: Resource) -> ResourceServer:
+        service = self._service_factory(resource, self.health, self._options, self._whole_gpu_rule, self._observer)
+        server = ResourceServer(service, self.socket_dir, self._workers)
+        server.start()
+        return server
 
     def _register_all(self) -> None:
         if self.kubelet_socket is None:
@@ -95,10 +137,64 @@ class PluginManager:
             self._stop_servers()
             self.start()
 
+    def update(
+        self,
+        resources: SharingPlan | Sequence[Resource],
+        options: AllocateOptions | None = None,
+        settings_changed: bool = False,
+    ) -> tuple[str, ...]:
+        """Switch to a new set of resources (a config reload); returns the names served or stopped anew.
+
+        A resource whose devices and sharing are unchanged keeps its server, its open ListAndWatch
+        stream and its registration; a changed or new one gets a fresh server and registers; one that
+        is gone is stopped (the kubelet sees its stream end). `options`, when given, apply at once to
+        every server, kept ones included; `settings_changed` is accepted for callers that track it (a
+        new Allocate pipeline never needs a re-registration). Before start() this only records them.
+        """
+        del settings_changed
+        new = tuple(resources.resources if isinstance(resources, SharingPlan) else resources)
+        with self._lock:
+            if options is not None:
+                self._options = options
+            old_names = {resource.name: resource for resource in self.resources}
+            self.resources = new
+            if not self._servers:
+                return tuple(r.name for r in new if old_names.get(r.name) != r) + tuple(
+                    name for name in old_names if name not in {r.name for r in new}
+                )
+            running = {server.resource_name: server for server in self._servers}
+            servers: list[ResourceServer] = []
+            changed: list[str] = []
+            try:
+                for resource in new:
+                    server = running.pop(resource.name, None)
+                    if server is not None and server.service.resource == resource:
+                        if self._options is not None:
+                            server.service.set_options(self._options)
+                        servers.append(server)
+                        continue
+                    if server is not None:
+                        server.stop()
+                    changed.append(resource.name)
+                    fresh = self._serve(resource)
+                    servers.append(fresh)
+                    if self.kubelet_socket is not None:
+                        fresh.register(self.kubelet_socket)
+                for name, server in running.items():  # resources the new set no longer has
+                    server.stop()
+                    changed.append(name)
+            finally:
+                # After a failure part-way, whatever still serves stays tracked, so stop() cleans it up.
+                self._servers = servers + [server for server in running.values() if server.serving]
+            return tuple(changed)
+
     def stop(self) -> None:
-        """Stop every server and remove the sockets we created. Idempotent."""
+        """Stop every server and remove the sockets we created, then the extension. Idempotent."""
         with self._lock:
             self._stop_servers()
+            if self._extension is not None and self._extension_started:
+                self._extension_started = False
+                self._extension.stop()
 
     def _stop_servers(self) -> None:
         servers, self._servers = self._servers, []

@@ -16,7 +16,7 @@ from gpuslice.config import Config, ConfigError, load_config, validate_startup
 from gpuslice.discovery import Backend, FakeBackend
 from gpuslice.discovery.select import BackendInitError, make_backend
 from gpuslice.gpu import Node
-from gpuslice.plugin.manager import PluginManager
+from gpuslice.plugin.manager import PluginExtension, PluginManager
 from gpuslice.plugin.server import DEFAULT_WORKERS
 from gpuslice.plugin.service import PluginObserver
 from gpuslice.sharing import HealthStore, SharingError, SharingPlan, build_resources
@@ -85,21 +85,30 @@ def assemble_manager(
     socket_dir: str | Path | None = None,
     workers: int = DEFAULT_WORKERS,
     observer: PluginObserver | None = None,
+    options: AllocateOptions | None = None,
+    health: HealthStore | None = None,
+    dynamic_mig: PluginExtension | None = None,
 ) -> PluginManager:
-    """Wire a plan to a PluginManager: a fresh health store, Allocate options and Rule A on the node's topology."""
+    """Wire a plan to a PluginManager: health store, Allocate options and Rule A on the node's topology.
+
+    Defaults: a fresh HealthStore, and AllocateOptions.from_config(config) (NVIDIA_VISIBLE_DEVICES and
+    device nodes); pass `options` for another pipeline (device list strategies, CDI, MPS), and
+    `dynamic_mig` for the dynamic-MIG runtime (it builds the services and lives as long as the manager).
+    """
     try:
         topology = topology_from_spec(topology_section, node.gpus) if node.gpus else None
     except TopologySpecError as exc:
         raise SetupError(f"node spec: {exc}") from exc
     return PluginManager(
         plan,
-        HealthStore(node),
+        health or HealthStore(node),
         kubelet_socket,
-        options=AllocateOptions.from_config(config),
+        options=options or AllocateOptions.from_config(config),
         whole_gpu_rule=whole_gpu_rule_for(topology) if topology is not None else None,
         socket_dir=socket_dir,
         observer=observer,
         workers=workers,
+        extension=dynamic_mig,
     )
 
 

@@ -72,6 +72,10 @@ class ResourceService(deviceplugin_grpc.DevicePluginServicer):  # type: ignore[m
         self._open_streams = 0
         self._remove_listener = health.add_listener(self.notify_changed)
 
+    def set_options(self, options: AllocateOptions) -> None:
+        """Answer later Allocate calls with new options (a config reload); in-flight calls keep the old ones."""
+        self._options = options
+
     @property
     def open_streams(self) -> int:
         with self._changed:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from gpuslice.config import RESOURCE_PREFIX
@@ -9,6 +10,7 @@ from gpuslice.gpu import Gpu, MigInstance, Node
 from gpuslice.sharing.model import DeviceKind, SharingError
 
 GPU_RESOURCE = f"{RESOURCE_PREFIX}gpu"
+_COMPUTE_SLICED = re.compile(r"\d+c\.")  # <C>c.<G>g.<GB>gb: a compute instance smaller than its GPU instance
 
 
 def mig_resource_name(profile: str) -> str:
@@ -45,6 +47,9 @@ def base_resources(node: Node, strategy: str, warnings: list[str]) -> list[BaseR
         if not gpu.mig_instances:
             warnings.append(f"GPU {gpu.index} ({gpu.uuid}) has MIG enabled but no MIG devices; it advertises nothing")
         for mig in gpu.mig_instances:
+            if _COMPUTE_SLICED.match(mig.profile):
+                # NVIDIA's mixed patterns cover only profiles whose compute slices equal their GPU slices.
+                raise SharingError(f"MIG profile '{mig.profile}' does not match any resource patterns")
             by_profile.setdefault(mig.profile, []).append((gpu, mig))
     for profile in sorted(by_profile):
         bases.append(BaseResource(mig_resource_name(profile), tuple(by_profile[profile]), profile))

@@ -55,8 +55,10 @@ def fgd(state: ClusterState, node: int, shape: Shape, typical: TypicalTasks) -> 
     return sigmoid_score(before - after, weight), gpus
 
 
-def cpu_fgd(state: ClusterState, node: int, shape: Shape, typical: TypicalTasks) -> tuple[int, tuple[int, ...]]:
-    """fgd-cpu: FGD's Δ plus the change of S = max(0, free GPU - free CPU / κ)."""
+def cpu_fgd(
+    state: ClusterState, node: int, shape: Shape, typical: TypicalTasks, symmetric: bool
+) -> tuple[int, tuple[int, ...]]:
+    """fgd-cpu: FGD's Δ minus the increase of S = max(0, free GPU - free CPU / κ); -sym: plus its change."""
     gpu_tasks = [(t, w) for t, w in zip(typical.shapes, typical.weights, strict=True) if t.num_gpu]
     kappa = sum(w * t.cpu for t, w in gpu_tasks) / sum(w * t.gpu_request for t, w in gpu_tasks)
     row, cpu, model = state.gpu_rows[node], state.cpu_list[node], state.model_list[node]
@@ -64,7 +66,7 @@ def cpu_fgd(state: ClusterState, node: int, shape: Shape, typical: TypicalTasks)
     before = node_fragment_weighted(cpu, row, model, typical)
     total = sum(row)
     relief = max(0.0, total - cpu / kappa) - max(0.0, total - shape.gpu_request - (cpu - shape.cpu) / kappa)
-    bonus = round(relief * weight)
+    bonus = round((relief if symmetric else min(relief, 0.0)) * weight)
     candidates = [i for i, free in enumerate(row) if free >= shape.gpu_milli] if shape.is_fractional else [-1]
     best, best_gpus = -1, ()
     for i in candidates:
@@ -84,8 +86,8 @@ def score(
     free_total = sum(row)
     if name == "fgd":
         return fgd(state, node, shape, typical)
-    if name == "fgd-cpu":
-        return cpu_fgd(state, node, shape, typical)
+    if name in ("fgd-cpu", "fgd-cpu-sym"):
+        return cpu_fgd(state, node, shape, typical, symmetric=name == "fgd-cpu-sym")
     if shape.num_gpu == 0:
         gpus: tuple[int, ...] = ()
     elif shape.is_fractional:

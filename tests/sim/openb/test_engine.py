@@ -18,7 +18,7 @@ from gpuslice.sim.openb.published import UNALLOCATED
 def seed42(default_workload: Workload) -> dict[str, dict[str, object]]:
     return {
         name: record_of(simulate(default_workload, name, 42))
-        for name in ("random", "dotprod", "clustering", "packing", "bestfit", "fgd", "fgd-cpu")
+        for name in ("random", "dotprod", "clustering", "packing", "bestfit", "fgd", "fgd-cpu", "fgd-cpu-sym")
     }
 
 
@@ -30,8 +30,9 @@ def test_one_seed_is_near_the_published_mean(seed42: dict[str, dict[str, float]]
         assert abs(ours - published.mean) < max(4 * published.sd, 0.8), (name, point, ours)
 
 
-def test_our_policy_beats_fgd_on_this_seed(seed42: dict[str, dict[str, float]]) -> None:
-    assert seed42["fgd-cpu"]["unallocated_gpu_pct_at_100"] < seed42["fgd"]["unallocated_gpu_pct_at_100"] - 0.2
+@pytest.mark.parametrize("name", ["fgd-cpu", "fgd-cpu-sym"])
+def test_our_policies_beat_fgd_on_this_seed(seed42: dict[str, dict[str, float]], name: str) -> None:
+    assert seed42[name]["unallocated_gpu_pct_at_100"] < seed42["fgd"]["unallocated_gpu_pct_at_100"] - 0.2
 
 
 def test_curves_are_consistent(seed42: dict[str, dict[str, list[dict[str, float]]]]) -> None:

@@ -18,7 +18,7 @@ from gpuslice.sim.openb.trace import NodeTable
 from tests.sim.openb import oracle
 from tests.sim.openb.helpers import cluster, node_table, policy, set_gpus, shape
 
-DETERMINISTIC = ("dotprod", "clustering", "packing", "bestfit", "fgd", "fgd-cpu")
+DETERMINISTIC = ("dotprod", "clustering", "packing", "bestfit", "fgd", "fgd-cpu", "fgd-cpu-sym")
 SHARE, WHOLE, PAIR, CPU_ONLY = (
     shape(4000, 500, 1, index=0),
     shape(8000, 1000, 1, index=1),

@@ -40,6 +40,7 @@ class _Job:
     version: int = 0
     slots: tuple[GpuSlot, ...] = ()
     overcommitted: bool = False
+    demand_id: int = -1
 
 
 class TierEngine:
@@ -59,8 +60,23 @@ class TierEngine:
         ]
         self.flat = [slot for node in self.slots for slot in node]
         self.position = {id(slot): index for index, slot in enumerate(self.flat)}
+        self.node_of = [node for node, slots in enumerate(self.slots) for _ in slots]
+        self.empties = [sum(slot.empty and slot.takes_whole_jobs for slot in slots) for slots in self.slots]
+        self.training = set(plan.training_nodes)
+        self.routes = [set(group) for group in plan.fractional_routes]
+        # GPUs in equal states (GpuSlot.state_key) accept the same demands: group them under a small integer id,
+        # so that "where does this fit?" is one memo lookup per state instead of one fit test per GPU.
+        self.key_ids: dict[tuple[Any, ...], int] = {}
+        self.key_held: list[float] = []
+        self.key_empty: list[bool] = []
+        self.kid_of = [self._intern(slot) for slot in self.flat]
+        self.members: dict[int, set[int]] = {}
+        for index, kid in enumerate(self.kid_of):
+            self.members.setdefault(kid, set()).add(index)
+        self.demand_ids: dict[Demand, int] = {}
+        self.fit_memo: dict[tuple[int, int], bool] = {}
+        self.ever_fits: dict[tuple[Demand | None, int], bool] = {}
         self.jobs = [self._job(spec, seq, gpu_memory or {}) for seq, spec in enumerate(jobs)]
-        self.fit_memo: dict[tuple[Any, ...], bool] = {}
         # Per GPU: (busy, held, fractional jobs, their GPU-fault, crash and memory domain sums, shared, over-committed)
         self.contrib = [(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)] * len(self.flat)
         self.totals = [0.0] * 8
@@ -68,7 +84,9 @@ class TierEngine:
         self.events: list[tuple[float, int, int, Any]] = []
         self.counter = 0
         self.now = 0.0
-        self.pending: list[tuple[tuple[float, float, int], _Job]] = []
+        # Waiting jobs in one heap per shape; a shape that failed stays dead until a job ends (only ends free room).
+        self.pending: dict[tuple[Any, ...], list[tuple[tuple[float, float, int], _Job]]] = {}
+        self.dead: set[tuple[Any, ...]] = set()
         self.timeline = Timeline()
         self.sums: dict[str, float] = dict.fromkeys(
             ("frac_time", "gpu_domain", "crash", "memory", "shared_gpu_time", "overcommit"), 0.0
@@ -86,7 +104,9 @@ class TierEngine:
         run = JobRun.new(spec, seq)
         if pod.fractional:
             memory = gpu_memory.get(spec.job_id, int(pod.gpus * self.cluster.nodes[0].gpus[0].memory_mib))
-            return _Job(run, Demand(pod.gpus, memory), 1, spec.duration)
+            demand = Demand(pod.gpus, memory)
+            demand_id = self.demand_ids.setdefault(demand, len(self.demand_ids))
+            return _Job(run, demand, 1, spec.duration, demand_id=demand_id)
         return _Job(run, None, pod.gpu_count, spec.duration)
 
     def _push(self, at: float, kind: int, payload: Any) -> None:
@@ -121,20 +141,25 @@ class TierEngine:
             self.done += 1
             return
         spec = job.run.spec
-        heapq.heappush(self.pending, ((-spec.priority, spec.submit, job.run.seq), job))
+        heapq.heappush(
+            self.pending.setdefault((job.demand, job.gpus), []), ((-spec.priority, spec.submit, job.run.seq), job)
+        )
 
     def _pass(self) -> None:
-        failed: set[tuple[Any, ...]] = set()
-        kept: list[tuple[tuple[float, float, int], _Job]] = []
-        while self.pending:
-            entry = heapq.heappop(self.pending)
-            job = entry[1]
-            shape = (job.demand, job.gpus)
-            if shape in failed or not self._place(job):
-                failed.add(shape)
-                kept.append(entry)
-        for entry in kept:
-            heapq.heappush(self.pending, entry)
+        """Heads of the live shapes in queue order; place each head that fits, mark a shape dead when it does not."""
+        heads = [(queue[0][0], shape) for shape, queue in self.pending.items() if shape not in self.dead]
+        heapq.heapify(heads)
+        while heads:
+            _, shape = heapq.heappop(heads)
+            queue = self.pending[shape]
+            if not self._place(queue[0][1]):
+                self.dead.add(shape)
+                continue
+            heapq.heappop(queue)
+            if queue:
+                heapq.heappush(heads, (queue[0][0], shape))
+            else:
+                del self.pending[shape]
 
     # -- placement ----------------------------------------------------------------------------
     def _place(self, job: _Job) -> bool:
@@ -143,42 +168,66 @@ class TierEngine:
             if chosen is None:
                 return False
             for slot in chosen:
-                slot.exclusive = job.run.seq
-                self.dirty.add(self.position[id(slot)])
+                slot.hold(job.run.seq)
+                self._touch(slot)
             self._start(job, tuple(chosen))
             return True
-        for group in self.plan.fractional_routes:
-            best: tuple[tuple[Any, ...], GpuSlot, Any] | None = None
-            for node in group:
-                empties = sum(slot.empty and slot.takes_whole_jobs for slot in self.slots[node])
-                for index, slot in enumerate(self.slots[node]):
-                    if not self._fits(slot, job.demand):
-                        continue
-                    key = (slot.empty, -slot.held(), empties, node, index)
-                    if best is None or key < best[0]:
-                        best = (key, slot, None)
+        for route in self.routes:
+            best: tuple[tuple[Any, ...], int] | None = None
+            for kid, members in self.members.items():
+                if not members or not self._fits(kid, job.demand_id, job.demand):
+                    continue
+                empty, held = self.key_empty[kid], self.key_held[kid]
+                for index in members:
+                    node = self.node_of[index]
+                    if node in route:
+                        key = (empty, -held, self.empties[node], node, index)
+                        if best is None or key < best[0]:
+                            best = (key, index)
             if best is not None:
-                slot = best[1]
+                slot = self.flat[best[1]]
                 share = slot.fit(job.run.seq, job.demand)
                 assert share is not None
                 slot.add(share)
-                self.dirty.add(self.position[id(slot)])
+                self._touch(slot)
                 self._start(job, (slot,))
                 self._retime(slot, exclude=job)
                 return True
         return False
 
-    def _fits(self, slot: GpuSlot, demand: Demand) -> bool:
-        key = (slot.state_key(), demand)
-        known = self.fit_memo.get(key)
+    def _intern(self, slot: GpuSlot) -> int:
+        key = slot.state_key()
+        kid = self.key_ids.get(key)
+        if kid is None:
+            kid = self.key_ids[key] = len(self.key_ids)
+            self.key_held.append(slot.held())
+            self.key_empty.append(slot.empty)
+        return kid
+
+    def _touch(self, slot: GpuSlot) -> None:
+        """`slot` changed: regroup it by state, resample it at the next record, recount its node's empty GPUs."""
+        index = self.position[id(slot)]
+        kid = self._intern(slot)
+        if kid != self.kid_of[index]:
+            self.members[self.kid_of[index]].discard(index)
+            self.members.setdefault(kid, set()).add(index)
+            self.kid_of[index] = kid
+        self.dirty.add(index)
+        node = self.node_of[index]
+        self.empties[node] = sum(s.empty and s.takes_whole_jobs for s in self.slots[node])
+
+    def _fits(self, kid: int, demand_id: int, demand: Demand) -> bool:
+        """Whether GPUs in state `kid` (it must have members) take `demand`, memoized."""
+        known = self.fit_memo.get((kid, demand_id))
         if known is None:
-            known = self.fit_memo[key] = slot.fit(-1, demand) is not None
+            example = self.flat[next(iter(self.members[kid]))]
+            known = self.fit_memo[(kid, demand_id)] = example.fit(-1, demand) is not None
         return known
 
     def _whole_gpus(self, count: int) -> list[GpuSlot] | None:
         best: tuple[int, int] | None = None
         for node in self.plan.training_nodes:
-            free = sum(slot.empty and slot.takes_whole_jobs for slot in self.slots[node])
+            free = self.empties[node]
             if free >= count and (best is None or free < best[0]):
                 best = (free, node)
         if best is None:
@@ -186,14 +235,21 @@ class TierEngine:
         return [slot for slot in self.slots[best[1]] if slot.empty and slot.takes_whole_jobs][:count]
 
     def _could_ever_fit(self, job: _Job) -> bool:
+        """Whether the job fits the empty cluster (memoized per shape: the plan never changes)."""
+        shape = (job.demand, job.gpus)
+        known = self.ever_fits.get(shape)
+        if known is None:
+            known = self.ever_fits[shape] = self._fits_empty_cluster(job)
+        return known
+
+    def _fits_empty_cluster(self, job: _Job) -> bool:
         if job.demand is None:
             return any(sum(s.takes_whole_jobs for s in self.slots[n]) >= job.gpus for n in self.plan.training_nodes)
-        for group in self.plan.fractional_routes:
-            for node in group:
-                for slot in self.slots[node]:
-                    fresh = GpuSlot.build(slot.gpu, slot.mechanism, slot.params)
-                    if fresh.fit(job.run.seq, job.demand) is not None:
-                        return True
+        routed = {node for route in self.routes for node in route}
+        for node in sorted(routed):
+            for slot in self.slots[node]:
+                if GpuSlot.build(slot.gpu, slot.mechanism, slot.params).fit(-1, job.demand) is not None:
+                    return True
         return False
 
     # -- running ------------------------------------------------------------------------------
@@ -224,7 +280,8 @@ class TierEngine:
     def _finish(self, job: _Job) -> None:
         for slot in job.slots:
             slot.remove(job.run.seq)
-            self.dirty.add(self.position[id(slot)])
+            self._touch(slot)
+        self.dead.clear()  # room was freed: every shape may fit again
         job.run.end_time = self.now
         job.run.status = JobStatus.DONE
         job.version += 1
@@ -275,24 +332,19 @@ class TierEngine:
 
     def _stranded(self) -> float:
         """Free GPU capacity (in GPUs) on GPUs where no waiting job could be placed now."""
-        shapes = {(job.demand, job.gpus): job for _, job in self.pending}
+        heads = [queue[0][1] for queue in self.pending.values()]
+        fractional = [(job.demand_id, job.demand) for job in heads if job.demand is not None]
+        whole = [job.gpus for job in heads if job.demand is None]
         total = 0.0
-        for node, slots in enumerate(self.slots):
-            for slot in slots:
-                free = 1.0 - slot.held()
-                if free <= 1e-9:
+        for kid, members in self.members.items():
+            free = 1.0 - self.key_held[kid]
+            if not members or free <= 1e-9 or any(self._fits(kid, did, demand) for did, demand in fractional):
+                continue
+            for index in members:
+                node = self.node_of[index]
+                if whole and self.key_empty[kid] and node in self.training and self.empties[node] >= min(whole):
                     continue
-                usable = False
-                for job in shapes.values():
-                    if job.demand is None:
-                        empty = sum(s.empty and s.takes_whole_jobs for s in slots)
-                        usable = slot.empty and node in self.plan.training_nodes and empty >= job.gpus
-                    else:
-                        usable = self._fits(slot, job.demand)
-                    if usable:
-                        break
-                if not usable:
-                    total += free
+                total += free
         return total
 
     def _result(self) -> ExtendedResult:

@@ -88,6 +88,7 @@ class GpuSlot:
     exclusive: int | None = None  # job holding the whole GPU
     shares: dict[int, Share] = field(default_factory=dict)
     static: list[tuple[MigProfile, int]] = field(default_factory=list)  # fixed MIG instances (profile, start)
+    _key: tuple[Any, ...] | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, gpu: Gpu, mechanism: Mechanism, params: TierParams) -> GpuSlot:
@@ -115,15 +116,20 @@ class GpuSlot:
         return len(self.shares) + (self.exclusive is not None)
 
     def state_key(self) -> tuple[Any, ...]:
-        """Everything `fit` depends on: slots with equal keys accept exactly the same demands."""
-        base = (self.mechanism, self.gpu.product_name, self.gpu.memory_mib, self.params, self.exclusive is not None)
-        if self.mechanism is Mechanism.TIME_SLICING:
-            return (*base, len(self.shares))
-        if self.mechanism is Mechanism.MPS:
-            return (*base, sum(share.replicas for share in self.shares.values()))
-        if self.mechanism is Mechanism.MIG:
-            return (*base, tuple(sorted(share.placement for share in self.shares.values() if share.placement)))
-        return (*base, bool(self.shares))
+        """Everything `fit` depends on: slots with equal keys accept exactly the same demands (cached)."""
+        if self._key is None:
+            # id(params): the slots of one run share one TierParams; hashing the dataclass each time is slow.
+            base = (self.mechanism, self.gpu.product_name, self.gpu.memory_mib, id(self.params), self.exclusive)
+            if self.mechanism is Mechanism.TIME_SLICING:
+                self._key = (*base, len(self.shares))
+            elif self.mechanism is Mechanism.MPS:
+                self._key = (*base, sum(share.replicas for share in self.shares.values()))
+            elif self.mechanism is Mechanism.MIG:
+                placements = tuple(sorted(share.placement for share in self.shares.values() if share.placement))
+                self._key = (*base, placements)
+            else:
+                self._key = (*base, bool(self.shares))
+        return self._key
 
     # -- fitting a fractional job -------------------------------------------------------------
     def fit(self, job: int, demand: Demand) -> Share | None:
@@ -182,12 +188,21 @@ class GpuSlot:
     # -- holding and speed --------------------------------------------------------------------
     def add(self, share: Share) -> None:
         self.shares[share.job] = share
+        self._key = None
+
+    def hold(self, job: int) -> None:
+        """Give the whole (empty) GPU to `job`."""
+        if not self.empty:
+            raise ValueError(f"GPU {self.gpu.index} is not empty")
+        self.exclusive = job
+        self._key = None
 
     def remove(self, job: int) -> None:
         if self.exclusive == job:
             self.exclusive = None
         else:
             del self.shares[job]
+        self._key = None
 
     def speed(self) -> float:
         """How fast each fractional job on this GPU progresses (1 = as fast as alone); same for all of them."""

@@ -13,10 +13,10 @@ from gpuslice.sim.openb.policies.heuristics import (
     PackingPolicy,
     RandomPolicy,
 )
-from gpuslice.sim.openb.policies.ours import CpuAwareFgdPolicy
+from gpuslice.sim.openb.policies.ours import CpuAwareFgdPolicy, SymmetricCpuAwareFgdPolicy
 
 PAPER_POLICIES = ("random", "dotprod", "clustering", "packing", "bestfit", "fgd")
-OUR_POLICIES = ("fgd-cpu",)
+OUR_POLICIES = ("fgd-cpu", "fgd-cpu-sym")
 
 FACTORIES: dict[str, Callable[[PolicyContext], Policy]] = {
     "random": RandomPolicy,
@@ -26,6 +26,7 @@ FACTORIES: dict[str, Callable[[PolicyContext], Policy]] = {
     "bestfit": BestFitPolicy,
     "fgd": FgdPolicy,
     "fgd-cpu": CpuAwareFgdPolicy,
+    "fgd-cpu-sym": SymmetricCpuAwareFgdPolicy,
 }
 
 
