@@ -26,7 +26,9 @@ def main() -> None:
             started = time.perf_counter()
             run_variant(trace, variant, SimConfig(seed=42))
             wall = time.perf_counter() - started
-            print(f"{ref:40} {variant:30} {len(trace.jobs):>7} {wall:>8.2f} {len(trace.jobs) / wall:>9,.0f}", flush=True)
+            print(
+                f"{ref:40} {variant:30} {len(trace.jobs):>7} {wall:>8.2f} {len(trace.jobs) / wall:>9,.0f}", flush=True
+            )
 
 
 if __name__ == "__main__":
