@@ -3,8 +3,13 @@ concurrent clients, restart from the checkpoint, and a corrupt checkpoint rebuil
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import random
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,10 +28,9 @@ from gpuslice.gpu.mig import H100_80GB
 from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
 from gpuslice.plugin.pod_resources_watch import POD_RESOURCES_SOCKET_ENV, pod_resources_socket
-from gpuslice.plugin.server import ResourceServer
-from gpuslice.sharing import HealthStore
+from gpuslice.plugin.run import assemble_manager
+from gpuslice.sharing import build_resources
 from gpuslice.sharing.dynamic_mig import slot_id
-from gpuslice.sharing.dynamic_plan import build_dynamic_plan
 from gpuslice.sharing.mig_checkpoint import CORRUPT_SUFFIX, read_checkpoint
 from gpuslice.wire import DEFAULT_POD_RESOURCES_SOCKET
 
@@ -44,34 +48,27 @@ def dynamic_node(count: int = 1) -> Node:
 
 
 class DynamicPlugin:
-    """Our plugin for a dynamic-MIG node: one server per resource, registered with the mock kubelet."""
+    """Our plugin for a dynamic-MIG node, wired as `gpuslice plugin` wires it (assemble_manager + runtime)."""
 
     def __init__(self, node: Node, kubelet: MockKubelet, control: Any, checkpoint: Path, grace_s: float) -> None:
         self.node = node
-        self.kubelet = kubelet
-        self.plan = build_dynamic_plan(node, parse_config_text("flags: {migStrategy: dynamic}").config)
+        config = parse_config_text("flags: {migStrategy: dynamic}").config
+        self.plan = build_resources(node, config)
         settings = DynamicMigSettings(kubelet.pod_resources_socket, checkpoint, 0.05, grace_s)
         self.runtime = DynamicMigRuntime(self.plan.resources, node.name, control, settings)
-        health = HealthStore(node)
-        self.servers = [
-            ResourceServer(self.runtime.service_for(r, health), kubelet.device_plugin_dir, 8)
-            for r in self.plan.resources
-        ]
+        self.manager = assemble_manager(
+            self.plan, node, config, kubelet.socket_path, workers=8, dynamic_mig=self.runtime
+        )
 
     def start(self) -> DynamicPlugin:
-        self.runtime.start()
-        for server in self.servers:
-            server.start()
-            server.register(self.kubelet.socket_path)
+        self.manager.start()
         return self
 
     def stop(self) -> None:
-        for server in self.servers:
-            server.stop()
-        self.runtime.stop()
+        self.manager.stop()
 
     def socket(self, resource: str) -> Path:
-        return next(s.socket_path for s in self.servers if s.resource_name == resource)
+        return next(s.socket_path for s in self.manager.servers if s.resource_name == resource)
 
 
 StartDynamic = Callable[..., DynamicPlugin]
@@ -161,7 +158,7 @@ def test_sixteen_concurrent_clients_never_get_overlapping_slices(
     by_resource = {r.name: [d.id for d in r.devices] for r in plugin.plan.resources}
     names = sorted(by_resource)
     won: list[str] = []
-    failures: list[grpc.StatusCode] = []
+    failures: list[tuple[str, grpc.StatusCode]] = []
     lock = threading.Lock()
     go = threading.Barrier(16)
 
@@ -177,7 +174,7 @@ def test_sixteen_concurrent_clients_never_get_overlapping_slices(
                     channels[name].stub.Allocate(allocate_request([device]), timeout=TIMEOUT_S)
                 except grpc.RpcError as exc:
                     with lock:
-                        failures.append(exc.code())
+                        failures.append((device, exc.code()))
                     continue
                 with lock:
                     won.append(device)
@@ -192,13 +189,15 @@ def test_sixteen_concurrent_clients_never_get_overlapping_slices(
         thread.join()
     geometry = plugin.runtime.geometry
     slots = [geometry.slot(device) for device in won]
-    assert len(won) == len(set(won)) == geometry.held_count > 2
+    assert len(won) == len(set(won)) == geometry.held_count > 0
     for i, a in enumerate(slots):
         for b in slots[i + 1 :]:
             assert a is not None and b is not None
             assert a.gpu.uuid != b.gpu.uuid or not a.mask & b.mask, f"{a.id} overlaps {b.id}"
     # every refusal came from the geometry (INVALID_ARGUMENT), none from the device refusing a placement
-    assert set(failures) <= {grpc.StatusCode.INVALID_ARGUMENT}
+    assert failures and {code for _, code in failures} <= {grpc.StatusCode.INVALID_ARGUMENT}
+    # nothing is released during the race, so every refusal must still be explained by a winner
+    assert all(geometry.why_unavailable(device) is not None for device, _ in failures)
     assert sum(len(v) for v in control.instances.values()) == len(won)
     assert [c[0] for c in control.calls] == ["create"] * len(won)
 
@@ -312,3 +311,49 @@ def test_orphan_instances_are_destroyed_at_start(
 )
 def test_pod_resources_socket_precedence(flag: str | None, env: dict[str, str], expected: str) -> None:
     assert str(pod_resources_socket(flag, env)) == expected
+
+
+def _plugin_process(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in ("NODE_SPEC", "CONFIG_FILE", "KUBELET_SOCKET")}
+    clean.pop(POD_RESOURCES_SOCKET_ENV, None)
+    command = [sys.executable, "-m", "gpuslice", "plugin", *args]
+    return subprocess.Popen(command, env={**clean, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _stop(process: subprocess.Popen[str]) -> str:
+    process.send_signal(signal.SIGTERM)
+    try:
+        _, err = process.communicate(timeout=WAIT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    return err
+
+
+def test_cli_options_and_a_restart_of_the_process(kubelet: MockKubelet, workdir: Path) -> None:
+    spec = workdir / "node.yaml"
+    spec.write_text(f"name: cli-dyn\ngpus:\n  - {json.dumps({**H100, 'mig': []})}\n")
+    config = workdir / "config.yaml"
+    config.write_text("version: v1\nflags:\n  migStrategy: dynamic\n")
+    common = ["--backend", "fake", "--node-spec", str(spec), "--config-file", str(config)]
+    common += ["--kubelet-socket", str(kubelet.socket_path)]
+    first = _plugin_process(common, {POD_RESOURCES_SOCKET_ENV: str(kubelet.pod_resources_socket)})
+    try:
+        assert all(allocatable(kubelet, name, count) for name, count in ((ONE, 7), (THREE, 2), (SEVEN, 1)))
+        kubelet.admit_one("big", THREE)
+        assert allocatable(kubelet, ONE, 3)
+        checkpoint = kubelet.device_plugin_dir / "gpuslice_dynamic_mig_checkpoint"
+        assert eventually(lambda: '"seen": true' in checkpoint.read_text())  # listed via the env's socket
+    finally:
+        _stop(first)
+    second = _plugin_process([*common, "--pod-resources-socket", str(kubelet.pod_resources_socket)], {})
+    try:
+        assert kubelet.wait_for(resource=ONE, registered=True, allocatable=3, timeout=WAIT_S)  # same geometry
+        kubelet.delete_pod("big")
+        assert allocatable(kubelet, ONE, 7)
+    finally:
+        err = _stop(second)
+    assert "resumed from checkpoint: 1 placements held" in err
+    assert "is no longer in use (its pod is gone)" in err

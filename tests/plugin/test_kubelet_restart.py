@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
 import stat
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -15,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from gpuslice.kubelet import MockKubelet
+from gpuslice.plugin.kubelet_watch import SETTLE_S
 from tests.health.support import TIME_SLICED_4, Stack, start_stack, stop_stack
 
 RESTARTS = 50
@@ -142,3 +146,54 @@ def test_no_registration_without_a_change(stacks: list[Stack], workdir: Path) ->
     for _ in range(5):
         stack.runtime.watcher.check()
     assert stack.kubelet.registration_count("nvidia.com/gpu") == 1
+
+
+def test_plugin_process_waits_for_an_absent_kubelet(workdir: Path) -> None:
+    """`gpuslice plugin` started before the kubelet: no crash, a log line, registered once the kubelet is up."""
+    directory = workdir / "dp"
+    clean = {k: v for k, v in os.environ.items() if k not in ("NODE_SPEC", "CONFIG_FILE", "KUBELET_SOCKET")}
+    args = ["--backend", "fake", "--node-spec", "preset:h100x4", "--kubelet-socket", str(directory / "kubelet.sock")]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gpuslice", "plugin", *args],
+        env=clean,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    kubelet = MockKubelet(directory, dial_timeout_s=5.0, checkpoint_enabled=False)
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            if "cannot register with the kubelet" in line:
+                assert "retrying in" in line
+                break
+        assert process.poll() is None, "the plugin must keep running without a kubelet"
+        kubelet.start()
+        assert kubelet.wait_for(resource="nvidia.com/gpu", registered=True, allocatable=4, timeout=WAIT_S * 2)
+        process.terminate()
+        process.communicate(timeout=WAIT_S * 2)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+        kubelet.stop()
+    assert process.returncode == 0
+
+
+def test_a_replaced_server_socket_is_not_a_kubelet_restart(stacks: list[Stack], workdir: Path) -> None:
+    """A reload that restarts one resource's server gives it a new socket file: no re-registration of all."""
+    stack = start_stack(workdir, config=TIME_SLICED_4)
+    stacks.append(stack)
+    watcher = stack.runtime.watcher
+    assert watcher is not None
+    watcher.stop()  # drive the checks by hand
+    (resource,) = stack.plan.resources
+    (old_server,) = stack.manager.servers
+    assert stack.manager.update([dataclasses.replace(resource, devices=resource.devices[:-1])]) == (resource.name,)
+    assert stack.kubelet.wait_for(resource=resource.name, min_registrations=2, capacity=15, timeout=WAIT_S)
+    assert stack.manager.servers[0] is not old_server  # a new server on a new socket file (often the same inode)
+    watcher.check()
+    time.sleep(SETTLE_S + 0.05)  # past the settle time, a suspicion would have turned into a re-registration
+    watcher.check()
+    assert watcher.registrations == 1
+    assert stack.kubelet.registration_count(resource.name) == 2

@@ -131,7 +131,7 @@ def test_switching_to_mps_starts_the_daemons_and_back_stops_them(
     allocation = kubelet.admit_one("pod", "nvidia.com/gpu")
     assert allocation.envs["CUDA_MPS_PIPE_DIRECTORY"] == "/mps/nvidia.com/gpu/pipe"
     assert allocation.envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=40779M"
-    assert (str(root / "nvidia.com/gpu/pipe"), "/mps/nvidia.com/gpu/pipe", False) in allocation.mounts
+    assert ("/mps/nvidia.com/gpu/pipe", str(root / "nvidia.com/gpu/pipe"), False) in allocation.mounts
     assert plugin.reload("")
     assert plugin.control.stopped == [pipe] and plugin.control.daemons == {}
     assert kubelet.wait_for(resource="nvidia.com/gpu", allocatable=2, min_registrations=3, timeout=WAIT_S)
@@ -141,7 +141,7 @@ def test_cdi_spec_follows_the_config(kubelet: MockKubelet, workdir: Path, runnin
     plugin = start(running, kubelet, workdir, MIG_SPEC, MIXED)
     spec = workdir / "cdi" / "k8s.device-plugin.nvidia.com-gpu.json"
     assert not spec.exists()
-    assert plugin.reload(MIXED + "flags: {plugin: {deviceListStrategy: cdi-cri}}")
+    assert plugin.reload("flags: {migStrategy: mixed, plugin: {deviceListStrategy: cdi-cri}}")
     assert spec.exists()
     allocation = kubelet.admit_one("pod", "nvidia.com/mig-3g.40gb")
     assert allocation.cdi_devices == [f"k8s.device-plugin.nvidia.com/gpu={allocation.device_ids[0]}"]

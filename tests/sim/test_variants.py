@@ -113,3 +113,9 @@ def test_cli_drf_queue_order_and_policy_errors() -> None:
     assert code == 2 and "only on the sharing trace" in err
     code, _, err = invoke("--trace", "two-gang", "--policies", "preempt:nope=1")
     assert code == 2 and "unknown option" in err
+
+
+def test_preemption_on_the_tenants_trace_keeps_the_fairness_metrics() -> None:
+    trace = resolve_trace("tenants:hours=2,nodes=2,burst=4")
+    record = run_variant(trace, "preempt:ckpt=600", SimConfig()).summary()
+    assert "jain_index" in record and "preemptions" in record

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from pathlib import Path
 
 import click
 
 from gpuslice.plugin import PluginStartError, RegistrationError
-from gpuslice.plugin.run import SetupError, build_manager, prepare, run_until_signalled
-from gpuslice.wire import DEFAULT_KUBELET_SOCKET
+from gpuslice.plugin.lifecycle import build_runtime, run_until_signalled
+from gpuslice.plugin.logs import LOG_FORMATS, configure_logging
+from gpuslice.plugin.metrics import PluginMetrics
+from gpuslice.plugin.run import SetupError, build_manager, prepare
+from gpuslice.sharing.mig_checkpoint import FILE_NAME as MIG_CHECKPOINT_FILE
+from gpuslice.wire import DEFAULT_KUBELET_SOCKET, DEFAULT_POD_RESOURCES_SOCKET
 
 EXIT_BAD_INPUT = 2
 EXIT_START_FAILED = 1
@@ -34,22 +40,68 @@ EXIT_START_FAILED = 1
     help="The kubelet's registration socket; plugin sockets go in its directory. Empty: serve, do not register.",
 )
 @click.option("--node-name", envvar="NODE_NAME", default=None, help="This node's name (NVML and host-path backends).")
+@click.option(
+    "--pod-resources-socket",
+    envvar="POD_RESOURCES_SOCKET",
+    default=DEFAULT_POD_RESOURCES_SOCKET,
+    show_default=True,
+    help="The kubelet's pod-resources socket; migStrategy dynamic learns releases from it.",
+)
+@click.option(
+    "--mig-checkpoint",
+    envvar="MIG_CHECKPOINT",
+    default=None,
+    help="migStrategy dynamic: where held MIG placements are recorded [default: beside the plugin sockets].",
+)
 @click.option("--log-level", default="info", show_default=True, type=click.Choice(["debug", "info", "warning"]))
+@click.option(
+    "--metrics-port",
+    envvar="METRICS_PORT",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Serve /metrics, /healthz and /readyz on this port (0: any free port) [default: off].",
+)
+@click.option("--log-format", envvar="LOG_FORMAT", type=click.Choice(LOG_FORMATS), default="klog", show_default=True)
+@click.option(
+    "-v",
+    "--v",
+    "verbosity",
+    envvar="VERBOSITY",
+    type=click.IntRange(0, 10),
+    default=0,
+    help="klog verbosity; 1+ logs debug.",
+)
 def plugin(
     backend: str,
     node_spec: str | None,
     config_file: str | None,
     kubelet_socket: str,
     node_name: str | None,
+    pod_resources_socket: str,
+    mig_checkpoint: str | None,
     log_level: str,
+    metrics_port: int | None,
+    log_format: str,
+    verbosity: int,
 ) -> None:
     """Run the device plugin: serve every advertised resource, register it, stop cleanly on SIGTERM/SIGINT."""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    level = logging.DEBUG if verbosity >= 1 else getattr(logging, log_level.upper())
+    configure_logging(log_format, verbosity, node_name, level=level)  # type: ignore[arg-type]
     log = logging.getLogger("gpuslice.plugin")
     try:
-        setup = prepare(backend, node_spec, config_file, node_name)
         socket_dir = None if kubelet_socket else DEFAULT_KUBELET_SOCKET.rsplit("/", 1)[0]
-        manager = build_manager(setup, kubelet_socket or None, socket_dir)
+        plugin_dir = Path(socket_dir) if socket_dir else Path(kubelet_socket).parent
+        checkpoint = mig_checkpoint or str(plugin_dir / MIG_CHECKPOINT_FILE)
+        setup = prepare(backend, node_spec, config_file, node_name, mig_checkpoint=checkpoint)
+        metrics = PluginMetrics()
+        manager = build_manager(
+            setup,
+            kubelet_socket or None,
+            socket_dir,
+            pod_resources_socket=pod_resources_socket,
+            mig_checkpoint=checkpoint,
+            observer=metrics,
+        )
     except SetupError as exc:
         click.echo(f"gpuslice plugin: error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
@@ -64,7 +116,10 @@ def plugin(
             resource.isolation.value,
         )
     try:
-        run_until_signalled(manager, ready=lambda: log.info("plugin ready"))
+        runtime = build_runtime(
+            manager, setup.backend, setup.node, setup.config, os.environ, metrics=metrics, metrics_port=metrics_port
+        )
+        run_until_signalled(runtime, ready=lambda: log.info("plugin ready"))
     except (PluginStartError, RegistrationError) as exc:
         click.echo(f"gpuslice plugin: error: {exc}", err=True)
         sys.exit(EXIT_START_FAILED)

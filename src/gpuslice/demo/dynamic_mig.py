@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuslice.config import parse_config_text
 from gpuslice.discovery import parse_node_spec
 from gpuslice.discovery.nvml_mig import RecordingMigControl
-from gpuslice.kubelet import MockKubelet
+from gpuslice.kubelet import MockKubelet, ResourceView
 from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
 from gpuslice.plugin.run import assemble_manager
+from gpuslice.sharing import Isolation, Resource
 from gpuslice.sharing.dynamic_plan import build_dynamic_plan
 from gpuslice.sharing.mig_checkpoint import FILE_NAME
 
@@ -69,17 +71,16 @@ def run_dynamic_part(directory: Path) -> DynamicMigPart:
         settings = DynamicMigSettings(kubelet.pod_resources_socket, directory / FILE_NAME)
         runtime = DynamicMigRuntime(plan.resources, node.name, control, settings)
         with assemble_manager(plan, node, config, kubelet.socket_path, dynamic_mig=runtime):
-            for resource in plan.resources:
-                if not kubelet.wait_for(resource=resource.name, allocatable=len(resource.devices), timeout=WAIT_S):
-                    raise RuntimeError(f"the kubelet never saw {resource.name} with {len(resource.devices)} devices")
+            _settle(kubelet, plan.resources, runtime)
             part.steps.append(DynamicStep("before", _allocatable(kubelet, plan.names)))
             allocation = kubelet.admit_one(POD, BIG)
-            kubelet.wait_for(resource=SMALL, allocatable=3, timeout=WAIT_S)
-            part.steps.append(DynamicStep(f"pod {POD} holds a 3g.40gb", _allocatable(kubelet, plan.names)))
+            _settle(kubelet, plan.resources, runtime)
+            part.steps.append(DynamicStep("while held", _allocatable(kubelet, plan.names)))
             runtime.wait_until_listed(WAIT_S)  # deleted before its first listing, it would wait out the grace
             kubelet.delete_pod(POD)
             kubelet.wait_for(resource=SMALL, allocatable=7, timeout=WAIT_S)
-            part.steps.append(DynamicStep(f"pod {POD} deleted", _allocatable(kubelet, plan.names)))
+            _settle(kubelet, plan.resources, runtime)
+            part.steps.append(DynamicStep("after release", _allocatable(kubelet, plan.names)))
     part.device_id = allocation.device_ids[0]
     part.envs = allocation.envs
     part.device_nodes = [path for path, _, _ in allocation.device_nodes]
@@ -107,6 +108,19 @@ def _prove(part: DynamicMigPart) -> None:
     ]
 
 
+def _settle(kubelet: MockKubelet, resources: tuple[Resource, ...], runtime: DynamicMigRuntime) -> None:
+    """Wait until every resource's allocatable count is what the plugin's geometry says it should be."""
+
+    def settled(views: Mapping[str, ResourceView]) -> bool:
+        return all(
+            r.name in views and views[r.name].allocatable == len(r.devices) - len(runtime.geometry.unavailable(r.name))
+            for r in resources
+        )
+
+    if not kubelet.wait_for(settled, timeout=WAIT_S):
+        raise RuntimeError("the kubelet's counts never matched the plugin's MIG geometry")
+
+
 def _allocatable(kubelet: MockKubelet, names: tuple[str, ...]) -> dict[str, int]:
     counts = {}
     for name in names:
@@ -130,25 +144,28 @@ def render_dynamic_lines(number: int, part: DynamicMigPart) -> list[str]:
     """The section's text lines, in the walkthrough's two-column layout."""
     counts = ", ".join(f"{name} {count}" for name, count in part.advertised.items())
     env = [f"{key}={value}" for key, value in sorted(part.envs.items())]
-    lines = [
+    seen = [
+        _row("kubelet sees", f"{step.what}: " + ", ".join(f"{n} {c}" for n, c in step.allocatable.items()))
+        for step in part.steps
+    ]
+    visible = part.envs.get("NVIDIA_VISIBLE_DEVICES", "")
+    return [
         f"{number}. Dynamic MIG: instances carved on demand",
         _row("mode", "mig (dynamic)"),
         _row("node", part.node),
         _row("config", part.config),
-        _row("advertised", f"{sum(part.advertised.values())} placements: {counts}"),
+        _row("advertised", f"{sum(part.advertised.values())} placements, one resource per profile: {counts}"),
+        *seen[:1],
+        _row("allocation", f"pod {part.pod} asks for {part.request}"),
+        _row("device", part.device_id, 5),
+        _row("created", part.created, 5),
+        *(_row("env" if i == 0 else "", item, 5) for i, item in enumerate(env)),
+        *(_row("device nodes" if i == 0 else "", node, 5) for i, node in enumerate(part.device_nodes)),
+        *seen[1:2],
+        _row("release", f"pod {part.pod} deleted; the plugin saw it leave pod-resources and destroyed {visible}"),
+        *seen[2:],
+        _row("isolation", f"strong isolation (MIG partition): {Isolation.MIG.why}"),
     ]
-    for index, step in enumerate(part.steps):
-        counts = ", ".join(f"{name} {count}" for name, count in step.allocatable.items())
-        lines.append(_row("kubelet sees" if index == 0 else "", f"{step.what}: allocatable {counts}"))
-        if index == 0:
-            lines += [
-                _row("allocation", f"pod {part.pod} asks for {part.request}"),
-                _row("device", part.device_id, 5),
-                _row("created", part.created, 5),
-                *(_row("env" if i == 0 else "", item, 5) for i, item in enumerate(env)),
-                *(_row("device nodes" if i == 0 else "", node, 5) for i, node in enumerate(part.device_nodes)),
-            ]
-    return lines
 
 
 def _row(label: str, value: str, indent: int = 3) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpuslice.demo.dynamic_mig import render_dynamic_lines
 from gpuslice.demo.walkthrough import DemoReport, ModeReport
 
 _LABEL = 14
@@ -25,10 +26,16 @@ def render_text(report: DemoReport) -> str:
     ]
     for number, mode in enumerate(report.modes, start=1):
         lines += ["", *_mode_lines(number, mode)]
+    dynamic = report.dynamic_mig
+    if dynamic is not None:
+        lines += ["", *render_dynamic_lines(len(report.modes) + 1, dynamic)]
     lines += ["", "Proofs"]
-    for proof in report.proofs:
-        lines.append(f"  [{'ok' if proof.holds else 'FAILED'}] {proof.claim}")
-        lines += [f"       {item}" for item in proof.evidence]
+    claims = [(proof.holds, proof.claim, proof.evidence) for proof in report.proofs]
+    if dynamic is not None:
+        claims.append((dynamic.holds, dynamic.claim, dynamic.evidence))
+    for holds, claim, evidence in claims:
+        lines.append(f"  [{'ok' if holds else 'FAILED'}] {claim}")
+        lines += [f"       {item}" for item in evidence]
     verdict = "all proofs hold" if report.ok else "SOME PROOFS FAILED"
     lines += ["", f"Done in {report.seconds:.1f} s: {verdict}."]
     return "\n".join(lines)

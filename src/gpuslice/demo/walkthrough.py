@@ -1,4 +1,4 @@
-"""The walkthrough itself: three sharing modes and two proofs, over real gRPC, as plain report data."""
+"""The walkthrough itself: three sharing modes, two proofs and dynamic MIG, over real gRPC, as plain report data."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 
 from gpuslice.config import parse_config_text
+from gpuslice.demo.dynamic_mig import DynamicMigPart, run_dynamic_part
 from gpuslice.discovery import load_node_spec
 from gpuslice.gpu import Node
 from gpuslice.kubelet import ContainerAllocation, MockKubelet
@@ -97,11 +98,13 @@ class DemoReport:
     socket_dir: str
     modes: list[ModeReport] = field(default_factory=list)
     proofs: list[Proof] = field(default_factory=list)
+    dynamic_mig: DynamicMigPart | None = None
     seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
-        return all(proof.holds for proof in self.proofs)
+        dynamic_holds = self.dynamic_mig is None or self.dynamic_mig.holds
+        return all(proof.holds for proof in self.proofs) and dynamic_holds
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.ok}
@@ -129,6 +132,7 @@ def run_demo(workdir: Path | None = None) -> DemoReport:
                 if scenario.key == "timeslice":
                     report.proofs.append(_same_gpu_proof(resource, allocations[0], allocations[-1]))
                     report.proofs.append(_unhealthy_proof(kubelet, manager, resource, node))
+        report.dynamic_mig = run_dynamic_part(root / "dynamic-mig")
     finally:
         if workdir is None:
             shutil.rmtree(root, ignore_errors=True)

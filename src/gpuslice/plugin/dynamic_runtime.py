@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuslice.allocation import AllocateOptions, WholeGpuRule
-from gpuslice.discovery.nvml_mig import MigControl
+from gpuslice.discovery import Backend, FakeBackend
+from gpuslice.discovery.nvml import NvmlBackend
+from gpuslice.discovery.nvml_mig import MigControl, NvmlMigControl, RecordingMigControl
+from gpuslice.gpu import Node
 from gpuslice.plugin.dynamic_mig import DynamicMig, ResumeReport, live_instances_for
 from gpuslice.plugin.dynamic_service import DynamicResourceService
 from gpuslice.plugin.pod_resources_watch import (
@@ -19,8 +22,8 @@ from gpuslice.plugin.pod_resources_watch import (
     ReleaseWatcher,
 )
 from gpuslice.plugin.service import PluginObserver, ResourceService
-from gpuslice.sharing import HealthStore, Resource
-from gpuslice.sharing.dynamic_mig import DynamicMigGeometry
+from gpuslice.sharing import HealthStore, Resource, SharingPlan
+from gpuslice.sharing.dynamic_mig import DynamicMigGeometry, is_slot_id
 from gpuslice.sharing.mig_checkpoint import FILE_NAME, MigCheckpoint
 
 log = logging.getLogger("gpuslice.plugin.dynamic_mig")
@@ -109,3 +112,27 @@ class DynamicMigRuntime:
         if resource.name in self.geometry.resource_names:
             return DynamicResourceService(resource, health, self.dynamic, options, whole_gpu_rule, observer)
         return ResourceService(resource, health, options, whole_gpu_rule, observer)
+
+
+class DynamicMigUnavailable(ValueError):
+    """The plan has dynamic placements but the backend cannot create MIG devices."""
+
+
+def mig_control_for(backend: Backend, node: Node) -> MigControl:
+    """NVML creates real instances; the fake backend records them; other backends cannot."""
+    if isinstance(backend, NvmlBackend):
+        return NvmlMigControl(backend)
+    if isinstance(backend, FakeBackend):
+        return RecordingMigControl(node)
+    raise DynamicMigUnavailable(
+        f"flags.migStrategy=dynamic: the {backend.name} backend cannot create MIG devices; use --backend nvml or fake"
+    )
+
+
+def runtime_for(
+    plan: SharingPlan, node: Node, backend: Backend, settings: DynamicMigSettings
+) -> DynamicMigRuntime | None:
+    """The runtime when the plan advertises dynamic placements, else None; DynamicMigUnavailable if impossible."""
+    if not any(is_slot_id(d.id) for r in plan.resources for d in r.devices):
+        return None
+    return DynamicMigRuntime(plan.resources, node.name, mig_control_for(backend, node), settings)

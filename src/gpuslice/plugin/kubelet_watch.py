@@ -6,7 +6,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -92,7 +92,6 @@ class KubeletWatcher:
         self._lock = threading.Condition()
         self._registered = False
         self._kubelet_seen: FileIdentity | None = None
-        self._own: dict[Path, FileIdentity | None] = {}
         self._next_attempt = 0.0
         self._last_poll: FileIdentity | None = None
         self._suspect_since: float | None = None
@@ -170,7 +169,7 @@ class KubeletWatcher:
         if kubelet_now is not None and (kubelet_seen is None or kubelet_now[:2] != kubelet_seen[:2]):
             return f"inotify-equivalent: {self.kubelet_socket} created (new inode)"
         touched = kubelet_now is not None and kubelet_now != kubelet_seen
-        vanished = next((path for path, identity in self._own.items() if file_identity(path) != identity), None)
+        vanished = self._vanished_socket()
         if touched and vanished is not None:
             return f"{self.kubelet_socket} re-created and our socket {vanished} removed"
         if not touched and vanished is None:
@@ -185,6 +184,14 @@ class KubeletWatcher:
         if vanished is not None:
             return f"our socket {vanished} was removed"
         return f"{self.kubelet_socket} changed"
+
+    def _vanished_socket(self) -> Path | None:
+        """One of our sockets that is gone, or None.
+
+        Only absence counts. A socket that is there but is a new file is ours too (a config reload
+        replaced that resource's server); a kubelet's wipe leaves nothing behind.
+        """
+        return next((path for path in self.target.socket_paths if file_identity(path) is None), None)
 
     def _attempt(self, first: bool = False) -> bool:
         kubelet_before = file_identity(self.kubelet_socket)
@@ -201,10 +208,9 @@ class KubeletWatcher:
         except (RegistrationError, OSError) as exc:
             self._fail(exc, kubelet_before)
             return False
-        own = _identities(self.target.socket_paths)
         with self._lock:
             # The kubelet identity from *before* Register: a restart while registering is noticed next poll.
-            self._registered, self._kubelet_seen, self._own = True, kubelet_before, own
+            self._registered, self._kubelet_seen = True, kubelet_before
             self.registrations += 1
             self._lock.notify_all()
         self._backoff.reset()
@@ -219,7 +225,3 @@ class KubeletWatcher:
         self._next_attempt = self._clock() + delay
         log.warning("cannot register with the kubelet: %s; retrying in %.1fs", exc, delay)
         self._on_failure(exc)
-
-
-def _identities(paths: Sequence[Path]) -> dict[Path, FileIdentity | None]:
-    return {path: file_identity(path) for path in paths}

@@ -9,10 +9,15 @@ import threading
 from collections.abc import Callable, Mapping
 from types import FrameType
 
-from gpuslice.plugin.health_loop import HealthLoop
+from gpuslice.config import Config
+from gpuslice.discovery import Backend
+from gpuslice.gpu import Node
+from gpuslice.health import xid_policy_from_env
+from gpuslice.plugin.health_loop import HealthLoop, build_health_loop
 from gpuslice.plugin.kubelet_watch import POLL_INTERVAL_S, KubeletWatcher
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.metrics import MetricsServer, PluginMetrics
+from gpuslice.plugin.server import PluginStartError
 
 log = logging.getLogger("gpuslice.plugin")
 
@@ -52,11 +57,12 @@ class PluginRuntime:
         self.health_loop = health_loop
         self.metrics = metrics or PluginMetrics()
         self.metrics.watch_devices(lambda: device_counts(self.manager))
-        self.metrics_server = (
-            MetricsServer(self.metrics, metrics_port, metrics_address, self.alive, self.ready)
-            if metrics_port is not None
-            else None
-        )
+        self.metrics_server: MetricsServer | None = None
+        if metrics_port is not None:
+            try:
+                self.metrics_server = MetricsServer(self.metrics, metrics_port, metrics_address, self.alive, self.ready)
+            except OSError as exc:
+                raise PluginStartError(f"--metrics-port {metrics_port}: cannot listen: {exc.strerror or exc}") from exc
         self.watcher = (
             KubeletWatcher(
                 manager.kubelet_socket,
@@ -135,6 +141,27 @@ class PluginRuntime:
         self.metrics.registered(names)
         if self.watcher is not None and self.watcher.registrations > 1:
             self.metrics.kubelet_restarts.inc()
+
+
+def build_runtime(
+    manager: PluginManager,
+    backend: Backend,
+    node: Node,
+    config: Config,
+    environ: Mapping[str, str],
+    *,
+    metrics: PluginMetrics | None = None,
+    metrics_port: int | None = None,
+) -> PluginRuntime:
+    """The runtime of `gpuslice plugin`: the backend's health source under the DP_*_HEALTHCHECKS rules from
+    `environ`, recovery as `gpuslice.healthRecovery` says, and metrics on `metrics_port` when given.
+
+    Pass the same `metrics` that the manager got as its observer, so allocations and streams are counted.
+    """
+    metrics = metrics or PluginMetrics()
+    xids = xid_policy_from_env(environ)
+    loop = build_health_loop(backend, node, manager.health, xids, config.gpuslice.health_recovery, metrics)
+    return PluginRuntime(manager, health_loop=loop, metrics=metrics, metrics_port=metrics_port)
 
 
 def run_until_signalled(

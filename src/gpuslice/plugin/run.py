@@ -16,10 +16,15 @@ from gpuslice.config import Config, ConfigError, load_config, validate_startup
 from gpuslice.discovery import Backend, FakeBackend
 from gpuslice.discovery.select import BackendInitError, make_backend
 from gpuslice.gpu import Node
+from gpuslice.plugin.dynamic_runtime import DynamicMigSettings, DynamicMigUnavailable, runtime_for
 from gpuslice.plugin.manager import PluginExtension, PluginManager
+from gpuslice.plugin.pod_resources_watch import pod_resources_socket as resolve_pod_resources_socket
 from gpuslice.plugin.server import DEFAULT_WORKERS
 from gpuslice.plugin.service import PluginObserver
 from gpuslice.sharing import HealthStore, SharingError, SharingPlan, build_resources
+from gpuslice.sharing.dynamic_plan import build_dynamic_plan
+from gpuslice.sharing.mig_checkpoint import FILE_NAME as MIG_CHECKPOINT_FILE
+from gpuslice.sharing.mig_checkpoint import claimed_gpus
 from gpuslice.topology import TopologySpecError, topology_from_spec
 
 log = logging.getLogger("gpuslice.plugin")
@@ -41,9 +46,18 @@ class PluginSetup:
 
 
 def prepare(
-    backend_kind: str, node_spec: str | None, config_file: str | None, node_name: str | None = None
+    backend_kind: str,
+    node_spec: str | None,
+    config_file: str | None,
+    node_name: str | None = None,
+    *,
+    mig_checkpoint: str | Path | None = None,
 ) -> PluginSetup:
-    """Load the config, discover the node, and work out the resources; SetupError on any bad input."""
+    """Load the config, discover the node, and work out the resources; SetupError on any bad input.
+
+    Under `migStrategy: dynamic`, GPUs the `mig_checkpoint` file holds placements on stay dynamic even
+    though their instances (ours) now exist.
+    """
     try:
         loaded = load_config(config_file)
         validate_startup(loaded.config)
@@ -53,7 +67,10 @@ def prepare(
     backend = _backend(backend_kind, node_spec, config, node_name)
     node = backend.discover()
     try:
-        plan = build_resources(node, config)
+        if config.flags.mig_strategy == "dynamic" and mig_checkpoint is not None:
+            plan = build_dynamic_plan(node, config, claimed_gpus(Path(mig_checkpoint), node.name))
+        else:
+            plan = build_resources(node, config)
     except SharingError as exc:
         raise SetupError(f"config {loaded.source}: {exc}") from exc
     return PluginSetup(config, node, plan, backend, loaded.warnings + plan.warnings)
@@ -68,11 +85,42 @@ def _backend(kind: str, node_spec: str | None, config: Config, node_name: str | 
 
 
 def build_manager(
-    setup: PluginSetup, kubelet_socket: str | Path | None, socket_dir: str | Path | None = None
+    setup: PluginSetup,
+    kubelet_socket: str | Path | None,
+    socket_dir: str | Path | None = None,
+    *,
+    pod_resources_socket: str | Path | None = None,
+    mig_checkpoint: str | Path | None = None,
+    observer: PluginObserver | None = None,
 ) -> PluginManager:
-    """A PluginManager for the prepared node (not started)."""
+    """A PluginManager for the prepared node (not started); `observer` gets allocations and streams (metrics).
+
+    With dynamic MIG placements in the plan it carries a DynamicMigRuntime: releases are learnt from
+    `pod_resources_socket` (else env POD_RESOURCES_SOCKET, else the kubelet default) and holdings kept
+    in `mig_checkpoint` (default: beside the plugin sockets).
+    """
     section = setup.backend.spec.topology if isinstance(setup.backend, FakeBackend) else None
-    return assemble_manager(setup.plan, setup.node, setup.config, kubelet_socket, section, socket_dir=socket_dir)
+    directory = Path(socket_dir) if socket_dir is not None else Path(kubelet_socket).parent if kubelet_socket else None
+    dynamic = None
+    if directory is not None:
+        settings = DynamicMigSettings(
+            resolve_pod_resources_socket(str(pod_resources_socket) if pod_resources_socket else None),
+            Path(mig_checkpoint) if mig_checkpoint else directory / MIG_CHECKPOINT_FILE,
+        )
+        try:
+            dynamic = runtime_for(setup.plan, setup.node, setup.backend, settings)
+        except DynamicMigUnavailable as exc:
+            raise SetupError(str(exc)) from exc
+    return assemble_manager(
+        setup.plan,
+        setup.node,
+        setup.config,
+        kubelet_socket,
+        section,
+        socket_dir=socket_dir,
+        dynamic_mig=dynamic,
+        observer=observer,
+    )
 
 
 def assemble_manager(

@@ -79,10 +79,14 @@ class ResourceServer:
         server.start()
         self._server, self._executor = server, executor
         self._inode = _inode(path)
+        # One real RPC, not grpc.channel_ready_future: that one polls connectivity every 200 ms, which was
+        # most of a re-registration after a kubelet restart; and without wait_for_ready a socket wiped
+        # under us fails at once instead of after the whole timeout.
         try:
             with grpc.insecure_channel(f"unix:{path}") as channel:
-                grpc.channel_ready_future(channel).result(timeout=SELF_DIAL_TIMEOUT_S)
-        except grpc.FutureTimeoutError as exc:
+                stub = deviceplugin_grpc.DevicePluginStub(channel)  # type: ignore[no-untyped-call]
+                stub.GetDevicePluginOptions(deviceplugin_pb2.Empty(), timeout=SELF_DIAL_TIMEOUT_S)
+        except grpc.RpcError as exc:
             self.stop()
             raise PluginStartError(f"{self.resource_name}: serving on {path} but cannot connect to it") from exc
         log.info("serving %s on %s", self.resource_name, path)

@@ -24,8 +24,13 @@ def build_resources(node: Node, config: Config) -> SharingPlan:
 
     Sharing rules come from config.effective_sharing (NVIDIA's rules: every device of a named resource
     is replicated; with `gpuslice.honorDevices` also `devices`, `rename` and `model`). Devices no rule
-    claims stay whole under their resource's own name.
+    claims stay whole under their resource's own name. `migStrategy: dynamic` (a gpuslice extension) is
+    built by sharing.dynamic_plan.
     """
+    if config.flags.mig_strategy == "dynamic":
+        from gpuslice.sharing.dynamic_plan import build_dynamic_plan  # imported here: it builds on this module
+
+        return build_dynamic_plan(node, config)
     warnings: list[str] = []
     bases = [base for base in base_resources(node, config.flags.mig_strategy, warnings) if base.devices]
     sharing = effective_sharing(config)

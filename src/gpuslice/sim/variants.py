@@ -131,13 +131,14 @@ def run_variant(
 
 
 def _trace_listeners(trace: Trace, variant: Variant) -> list[Listener]:
+    listeners: list[Listener] = []
     if isinstance(trace, PreemptionTrace) or variant.name == "preempt":
-        return [_checkpoints(trace, variant)]
+        listeners.append(_checkpoints(trace, variant))
     if isinstance(trace, TenantTrace):
-        return [Fairness(trace.cluster, trace.weights)]
+        listeners.append(Fairness(trace.cluster, trace.weights))
     if isinstance(trace, TopologyTrace):
-        return [TopologyPenalty(trace.topologies, trace.penalties)]
-    return []
+        listeners.append(TopologyPenalty(trace.topologies, trace.penalties))
+    return listeners
 
 
 def _checkpoints(trace: Trace, variant: Variant) -> Checkpoints:

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from gpuslice.sim.openb.engine import Workload
-from gpuslice.sim.openb.policies import FACTORIES, PolicyContext, make_policy
+from gpuslice.sim.openb.policies import FACTORIES, Placement, PolicyContext, make_policy
 from gpuslice.sim.openb.policies.fgd import FgdPolicy, score_thresholds, sigmoid_score
 from gpuslice.sim.openb.policies.heuristics import BestFitPolicy, ClusteringPolicy, DotProdPolicy, PackingPolicy
 from gpuslice.sim.openb.protocol import plan_arrivals
 from gpuslice.sim.openb.state import ClusterState
 from gpuslice.sim.openb.trace import NodeTable
 from tests.sim.openb import oracle
-from tests.sim.openb.helpers import cluster, node_table, policy, set_gpus, shape
+from tests.sim.openb.helpers import DEFAULT_TYPICAL, cluster, node_table, policy, set_gpus, shape
 
 DETERMINISTIC = ("dotprod", "clustering", "packing", "bestfit", "fgd", "fgd-cpu", "fgd-cpu-sym")
 SHARE, WHOLE, PAIR, CPU_ONLY = (
@@ -49,9 +49,9 @@ def test_clustering_keeps_classes_together() -> None:
     chooser = ClusteringPolicy(PolicyContext(state, SHAPES, None, np.random.default_rng()))  # type: ignore[arg-type]
     for node, pods in ((0, [SHARE]), (1, [SHARE, WHOLE]), (3, [WHOLE])):
         for pod in pods:
-            placement = chooser.place(pod, 0)
-            state.bind(node, (0,) if pod is SHARE else (1,), pod.cpu, 0, pod.gpu_milli)
-            chooser.bound(type(placement)(node, ()), pod)  # type: ignore[arg-type, misc]
+            gpus = (0,) if pod is SHARE else (1,)
+            state.bind(node, gpus, pod.cpu, 0, pod.gpu_milli)
+            chooser.bound(Placement(node, gpus), pod)
     free = [1500, 500, 2000, 1000]
     fullness = [25 * (8000 - f) // 8000 for f in free]
     assert chooser.scores(SHARE, np.ones(4, bool)).tolist() == [
@@ -87,18 +87,12 @@ def test_fgd_scores_the_fragment_change_and_picks_the_best_gpu() -> None:
     state = cluster(node_table((32_000, 4, "G2"), (32_000, 4, "G2"), (32_000, 4, "G2")))
     set_gpus(state, 1, [500, 1000, 1000, 1000])
     set_gpus(state, 2, [1000, 600, 1000, 600])
-    fgd = FgdPolicy(PolicyContext(state, SHAPES, cluster_typical(), np.random.default_rng()))
+    fgd = FgdPolicy(PolicyContext(state, SHAPES, DEFAULT_TYPICAL, np.random.default_rng()))
     # n1: GPU0 500 -> 0 drops F from 2*0+500+3500 to 0+0+3000: Δ = 1000/4 = 250 milli -> ⌊100 σ(0.25)⌋ = 56
     # n2: a 600 -> 100 drops F from 4400 to 3600: Δ = 200 milli -> 54 (the first 600 is GPU 1); n0: Δ = 0 -> 50
     assert fgd.scorer.node_scores(SHARE).tolist() == [50, 56, 54]
     assert fgd.place(SHARE, 0) == (1, (0,))
     assert fgd.gpus_for(2, SHARE) == (1,)
-
-
-def cluster_typical():  # type: ignore[no-untyped-def]
-    from tests.sim.openb.helpers import DEFAULT_TYPICAL
-
-    return DEFAULT_TYPICAL
 
 
 def test_gpu_index_rules() -> None:
