@@ -38,17 +38,39 @@ def edits(resource: Resource, ids: list[str], settings: DeviceListSettings) -> C
 
 
 def plugin(strategies: str, extra: str = "") -> str:
-    return f"flags: {{plugin: {{deviceListStrategy: {strategies}{extra}}}}}"
+    """NVIDIA's exact answers: passDeviceSpecs false, as NVIDIA's default is."""
+    return f"flags: {{plugin: {{passDeviceSpecs: false, deviceListStrategy: {strategies}{extra}}}}}"
 
 
-def test_defaults_give_exactly_the_visible_devices() -> None:
-    got = edits(WHOLE, [G1, G0], settings_for())
+NVIDIA_DEFAULTS = "flags: {plugin: {passDeviceSpecs: false}}"
+
+
+def test_nvidia_defaults_give_exactly_the_visible_devices() -> None:
+    got = edits(WHOLE, [G1, G0], settings_for(NVIDIA_DEFAULTS))
     assert got == ContainerEdits(envs={"NVIDIA_VISIBLE_DEVICES": f"{G1},{G0}"})
+
+
+@pytest.mark.parametrize(
+    ("config", "nodes"),
+    [
+        ("", True),  # gpuslice's default: the answer works without NVIDIA's runtime hook too
+        (NVIDIA_DEFAULTS, False),
+        ("flags: {plugin: {passDeviceSpecs: true}}", True),
+    ],
+)
+def test_device_specs_unless_the_config_turns_them_off(config: str, nodes: bool) -> None:
+    got = edits(WHOLE, [G0], settings_for(config))
+    assert [d.container_path for d in got.device_nodes] == (
+        ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset", "/dev/nvidia0"]
+        if nodes
+        else []
+    )
+    assert got.envs == {"NVIDIA_VISIBLE_DEVICES": G0}
 
 
 def test_replicas_are_stripped_and_deduplicated_first_seen() -> None:
     _, shared = resource_for("h100x4", TIME_SLICED)
-    got = edits(shared, [f"{G1}::0", f"{G0}::3", f"{G1}::2"], settings_for())
+    got = edits(shared, [f"{G1}::0", f"{G0}::3", f"{G1}::2"], settings_for(NVIDIA_DEFAULTS))
     assert got == ContainerEdits(envs={"NVIDIA_VISIBLE_DEVICES": f"{G1},{G0}"})
 
 
@@ -129,7 +151,10 @@ def test_each_container_response_gets_a_fresh_annotation_key() -> None:
     assert next(iter(first)).startswith("cdi.k8s.io/nvidia-device-plugin_")
 
 
-FEATURES = "flags: {gdrcopyEnabled: true, gdsEnabled: true, mofedEnabled: true, plugin: {deviceListStrategy: %s}}"
+FEATURES = (
+    "flags: {gdrcopyEnabled: true, gdsEnabled: true, mofedEnabled: true,"
+    " plugin: {passDeviceSpecs: false, deviceListStrategy: %s}}"
+)
 
 
 def test_feature_flags_set_their_envs_even_in_pure_cdi_mode() -> None:
@@ -160,7 +185,7 @@ def test_pass_device_specs_control_nodes_then_requested_devices_under_the_dev_ro
 
 
 def test_control_nodes_missing_from_the_plugin_container_are_skipped() -> None:
-    settings = settings_for(plugin("envvar", ", passDeviceSpecs: true"), control_nodes=("/dev/nvidiactl",))
+    settings = settings_for("flags: {plugin: {passDeviceSpecs: true}}", control_nodes=("/dev/nvidiactl",))
     got = edits(WHOLE, [G0], settings)
     assert [d.container_path for d in got.device_nodes] == ["/dev/nvidiactl", "/dev/nvidia0"]
 
@@ -174,7 +199,7 @@ def test_mig_device_specs_are_the_parent_and_two_capability_nodes() -> None:
         f"/dev/nvidia-caps/nvidia-cap{mig.gi_cap_minor}",
         f"/dev/nvidia-caps/nvidia-cap{mig.ci_cap_minor}",
     ]
-    index = edits(mig_resource, [mig.uuid], settings_for("flags: {plugin: {deviceIDStrategy: index}}"))
+    index = edits(mig_resource, [mig.uuid], settings_for(plugin("envvar", ", deviceIDStrategy: index")))
     assert index.envs["NVIDIA_VISIBLE_DEVICES"] == "2:4"
 
 

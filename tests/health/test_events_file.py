@@ -169,3 +169,17 @@ def test_unreadable_file_is_waited_for(tmp_path: Path) -> None:
     source = HealthFileSource(path)
     assert source.poll() == []
     source.close()
+
+
+def test_following_again_after_close_starts_at_the_end(tmp_path: Path) -> None:
+    path = tmp_path / "events"
+    path.write_text("")
+    source = HealthFileSource(path)
+    source.prime()
+    append(path, f"{GPU} 79\n")
+    assert source.poll() == [XidEvent(GPU, 79)]
+    source.close()
+    append(path, f"{GPU} 48\n")  # written while nobody follows: history for the next follower
+    source.prime()
+    assert source.poll() == []
+    source.close()

@@ -1,5 +1,4 @@
-"""Dynamic MIG end to end over real gRPC: create on Allocate, blocked placements, releases via pod-resources,
-concurrent clients, restart from the checkpoint, and a corrupt checkpoint rebuilt from pod-resources."""
+"""Dynamic MIG over real gRPC: create, overlap, release via pod-resources, races, restart, corrupt checkpoint."""
 
 from __future__ import annotations
 

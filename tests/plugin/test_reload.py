@@ -54,8 +54,8 @@ class Running:
         node = self.backend.discover()
         plan = build_resources(node, loaded)
         served, _ = ConfigReloader.prepare(loaded, node, plan, self.options)
-        self.manager = assemble_manager(plan, node, loaded, kubelet.socket_path, workers=8)
-        self.manager.update(plan.resources, allocate_options(loaded, served.settings))
+        options = allocate_options(loaded, served.settings)
+        self.manager = assemble_manager(plan, node, loaded, kubelet.socket_path, workers=8, options=options)
         self.reloader = ConfigReloader(
             self.manager, served, self.config_file, self.backend, self.options, mps_control=self.control
         )

@@ -64,7 +64,7 @@ class DeviceListSettings:
         return cls(
             strategies=tuple(dict.fromkeys(flags.plugin.device_list_strategy)),
             device_id_strategy=flags.plugin.device_id_strategy,
-            pass_device_specs=flags.plugin.pass_device_specs,
+            pass_device_specs=pass_device_specs(config),
             dev_root=flags.dev_root,
             cdi_annotation_prefix=flags.plugin.cdi_annotation_prefix,
             imex_channels=tuple(imex_channels),
@@ -83,6 +83,17 @@ class DeviceListSettings:
     @property
     def cdi_only(self) -> bool:
         return all(strategy in CDI_STRATEGIES for strategy in self.strategies)
+
+
+def pass_device_specs(config: Config) -> bool:
+    """`flags.plugin.passDeviceSpecs` when the config (or a flag or env var) sets it, else true.
+
+    NVIDIA's default is false: its answer then relies on the NVIDIA container runtime hook to add the
+    device nodes. gpuslice answers with the nodes unless told not to, so a plain runtime works too;
+    `passDeviceSpecs: false` gives NVIDIA's exact answer.
+    """
+    plugin = config.flags.plugin
+    return plugin.pass_device_specs if "pass_device_specs" in plugin.model_fields_set else True
 
 
 def device_ids(context: AllocationContext, strategy: Literal["uuid", "index"]) -> list[str]:

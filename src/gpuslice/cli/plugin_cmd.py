@@ -4,21 +4,55 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import click
 
+from gpuslice.allocation.cdi import DEFAULT_CDI_DIR
+from gpuslice.config import PLUGIN_FLAGS, ConfigError, coerce, overrides_from_env
+from gpuslice.mps import MpsStartError
 from gpuslice.plugin import PluginStartError, RegistrationError
+from gpuslice.plugin.compat import CompatError, allocate_options
 from gpuslice.plugin.lifecycle import build_runtime, run_until_signalled
 from gpuslice.plugin.logs import LOG_FORMATS, configure_logging
 from gpuslice.plugin.metrics import PluginMetrics
+from gpuslice.plugin.reload import ConfigReloader, compat_options
 from gpuslice.plugin.run import SetupError, build_manager, prepare
 from gpuslice.sharing.mig_checkpoint import FILE_NAME as MIG_CHECKPOINT_FILE
 from gpuslice.wire import DEFAULT_KUBELET_SOCKET, DEFAULT_POD_RESOURCES_SOCKET
 
 EXIT_BAD_INPUT = 2
 EXIT_START_FAILED = 1
+_FLAG_PREFIX = "nvidia_"
+
+
+def nvidia_flags(command: Callable[..., None]) -> Callable[..., None]:
+    """NVIDIA's plugin flags (config.PLUGIN_FLAGS): each overrides its config key; its env vars are read apart,
+    so that a flag beats an env var which beats the file. Bool flags alone mean true (`--pass-device-specs`)."""
+    for spec in reversed(PLUGIN_FLAGS):
+        extra = {"is_flag": False, "flag_value": "true"} if spec.kind == "bool" else {}
+        command = click.option(
+            spec.flag,
+            *spec.aliases,
+            _FLAG_PREFIX + spec.key.replace(".", "_"),
+            default=None,
+            help=f"Config {spec.key} (env {', '.join(spec.envvars)}). {spec.help}".strip(),
+            **extra,  # type: ignore[arg-type]
+        )(command)
+    return command
+
+
+def nvidia_overrides(values: Mapping[str, str | None], environ: Mapping[str, str]) -> dict[str, object]:
+    """Env vars first, then the flags given on the command line over them (NVIDIA's precedence)."""
+    overrides: dict[str, object] = overrides_from_env(PLUGIN_FLAGS, environ)
+    for spec in PLUGIN_FLAGS:
+        given = values.get(_FLAG_PREFIX + spec.key.replace(".", "_"))
+        if given is not None:
+            overrides[spec.key] = coerce(spec, given)
+    return overrides
 
 
 @click.command()
@@ -71,6 +105,20 @@ EXIT_START_FAILED = 1
     default=0,
     help="klog verbosity; 1+ logs debug.",
 )
+@click.option(
+    "--cdi-spec-dir",
+    envvar="CDI_SPEC_DIR",
+    default=DEFAULT_CDI_DIR,
+    show_default=True,
+    help="Where the CDI spec is written when a cdi-* device list strategy is on.",
+)
+@click.option(
+    "--mps-control-command",
+    envvar="MPS_CONTROL_COMMAND",
+    default=None,
+    help="The MPS control program, split like a shell would [default: nvidia-cuda-mps-control].",
+)
+@nvidia_flags
 def plugin(
     backend: str,
     node_spec: str | None,
@@ -83,6 +131,9 @@ def plugin(
     metrics_port: int | None,
     log_format: str,
     verbosity: int,
+    cdi_spec_dir: str,
+    mps_control_command: str | None,
+    **nvidia: str | None,
 ) -> None:
     """Run the device plugin: serve every advertised resource, register it, stop cleanly on SIGTERM/SIGINT."""
     level = logging.DEBUG if verbosity >= 1 else getattr(logging, log_level.upper())
@@ -92,7 +143,10 @@ def plugin(
         socket_dir = None if kubelet_socket else DEFAULT_KUBELET_SOCKET.rsplit("/", 1)[0]
         plugin_dir = Path(socket_dir) if socket_dir else Path(kubelet_socket).parent
         checkpoint = mig_checkpoint or str(plugin_dir / MIG_CHECKPOINT_FILE)
-        setup = prepare(backend, node_spec, config_file, node_name, mig_checkpoint=checkpoint)
+        overrides = nvidia_overrides(nvidia, os.environ)
+        setup = prepare(backend, node_spec, config_file, node_name, mig_checkpoint=checkpoint, overrides=overrides)
+        compat = compat_options(setup.backend, cdi_spec_dir, mps_control_command)
+        served, compat_warnings = ConfigReloader.prepare(setup.config, setup.node, setup.plan, compat)
         metrics = PluginMetrics()
         manager = build_manager(
             setup,
@@ -101,11 +155,13 @@ def plugin(
             pod_resources_socket=pod_resources_socket,
             mig_checkpoint=checkpoint,
             observer=metrics,
+            options=allocate_options(setup.config, served.settings),
         )
-    except SetupError as exc:
+        reloader = ConfigReloader(manager, served, config_file, setup.backend, compat, overrides=overrides)
+    except (SetupError, ConfigError, CompatError) as exc:
         click.echo(f"gpuslice plugin: error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    for warning in setup.warnings:
+    for warning in setup.warnings + compat_warnings:
         log.warning("%s", warning)
     for resource in setup.plan.resources:
         log.info(
@@ -119,8 +175,13 @@ def plugin(
         runtime = build_runtime(
             manager, setup.backend, setup.node, setup.config, os.environ, metrics=metrics, metrics_port=metrics_port
         )
-        run_until_signalled(runtime, ready=lambda: log.info("plugin ready"))
-    except (PluginStartError, RegistrationError) as exc:
+        runtime.add_shutdown_hook(reloader.stop)  # MPS daemons quit after the servers are down
+        reloader.start_extras()  # CDI spec and MPS daemons before anything is served, as NVIDIA does
+        run_until_signalled(
+            runtime, ready=lambda: log.info("plugin ready"), handlers={signal.SIGHUP: reloader.on_sighup}
+        )
+    except (PluginStartError, RegistrationError, MpsStartError, CompatError) as exc:
+        reloader.stop()
         click.echo(f"gpuslice plugin: error: {exc}", err=True)
         sys.exit(EXIT_START_FAILED)
     log.info("plugin stopped")

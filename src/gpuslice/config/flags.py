@@ -24,7 +24,7 @@ class FlagSpec:
 
 # The plugin's flags, with NVIDIA's names (k8s-device-plugin v0.20).
 PLUGIN_FLAGS: tuple[FlagSpec, ...] = (
-    FlagSpec("flags.migStrategy", "--mig-strategy", ("MIG_STRATEGY",), "str", help="none | single | mixed"),
+    FlagSpec("flags.migStrategy", "--mig-strategy", ("MIG_STRATEGY",), "str", help="none | single | mixed | dynamic"),
     FlagSpec("flags.failOnInitError", "--fail-on-init-error", ("FAIL_ON_INIT_ERROR",), "bool"),
     FlagSpec("flags.mpsRoot", "--mps-root", ("MPS_ROOT",), "str"),
     FlagSpec("flags.nvidiaDriverRoot", "--driver-root", ("NVIDIA_DRIVER_ROOT",), "str", ("--nvidia-driver-root",)),

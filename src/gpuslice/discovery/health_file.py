@@ -104,7 +104,7 @@ class HealthFileSource:
         identity = _identity(self.path)
         if self._identity is not None and identity != self._identity:
             records.extend(self._read_new())  # drain what the old file got before it was replaced or removed
-            self.close()
+            self._close_file()
         if self._file is None:
             if identity is None or not self._open():
                 return records
@@ -113,6 +113,11 @@ class HealthFileSource:
         return records
 
     def close(self) -> None:
+        """Stop following; a later prime() or records() starts afresh from the end of the file."""
+        self._close_file()
+        self._primed = False
+
+    def _close_file(self) -> None:
         if self._file is not None:
             self._file.close()
         self._file, self._identity = None, None

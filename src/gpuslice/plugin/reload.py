@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gpuslice.allocation.mps_edits import MpsConfigError, daemon_settings
 from gpuslice.allocation.strategies import DeviceListSettings
-from gpuslice.config import Config, ConfigError, load_config, validate_startup
-from gpuslice.discovery import Backend
+from gpuslice.config import Config, ConfigError, apply_overrides, load_config, validate_startup
+from gpuslice.discovery import Backend, FakeBackend
 from gpuslice.gpu import Node
 from gpuslice.mps import MpsControl, MpsManager, MpsStartError
 from gpuslice.plugin.compat import (
@@ -55,6 +56,7 @@ class ConfigReloader:
         options: CompatOptions,
         mps_control: MpsControl | None = None,
         on_reload: Callable[[ServedConfig], None] | None = None,
+        overrides: Mapping[str, Any] | None = None,
     ) -> None:
         self.manager = manager
         self.served = served
@@ -63,6 +65,7 @@ class ConfigReloader:
         self.options = options
         self._mps_control = mps_control
         self._on_reload = on_reload
+        self.overrides = dict(overrides or {})  # flags and env vars keep winning over the file on every reload
         self._mps: MpsManager | None = None
         self._lock = threading.Lock()
         self.reloads = 0
@@ -72,7 +75,14 @@ class ConfigReloader:
     def prepare(
         cls, config: Config, node: Node, plan: SharingPlan, options: CompatOptions
     ) -> tuple[ServedConfig, tuple[str, ...]]:
-        """The served state of an already validated config; CompatError on a missing required IMEX channel."""
+        """The served state of a validated config; CompatError on a missing required IMEX channel or on more
+        MPS replicas than a GPU's MPS server accepts (both refused before anything starts)."""
+        for resource in plan.resources:
+            if resource.sharing == "mps":
+                try:
+                    daemon_settings(resource)
+                except MpsConfigError as exc:
+                    raise CompatError(f"sharing.mps: {exc}") from exc
         settings, warnings = device_list_settings(config, options)
         return ServedConfig(config, node, plan, settings, warnings), warnings
 
@@ -94,13 +104,16 @@ class ConfigReloader:
                 self._mps.stop()
                 self._mps = None
 
+    def on_sighup(self) -> None:
+        self.reload()
+
     def reload(self) -> bool:
         """Re-read the config file; True if the new config now serves, False if the old one still does."""
         with self._lock:
             log.info("Received SIGHUP, restarting.")
             try:
                 candidate = self._candidate()
-            except (ConfigError, SharingError, CompatError, MpsConfigError) as exc:
+            except (ConfigError, SharingError, CompatError) as exc:
                 self.failed_reloads += 1
                 log.error("reload refused, still serving the previous config: %s", exc)
                 return False
@@ -116,15 +129,15 @@ class ConfigReloader:
 
     def _candidate(self) -> ServedConfig:
         loaded = load_config(self.config_file)
-        validate_startup(loaded.config)
+        config = apply_overrides(loaded.config, self.overrides, loaded.source)
+        validate_startup(config)
+        if "dynamic" in (config.flags.mig_strategy, self.served.config.flags.mig_strategy):
+            raise ConfigError("reloading with flags.migStrategy dynamic is not supported; restart the plugin")
         node = self.backend.discover()
         if node.gpus != self.served.node.gpus:
             raise SharingError("the node's GPUs changed since the plugin started; restart the plugin to advertise them")
-        plan = build_resources(node, loaded.config)
-        served, warnings = self.prepare(loaded.config, node, plan, self.options)
-        for resource in plan.resources:  # the MPS client caps are checked before anything is touched
-            if resource.sharing == "mps":
-                daemon_settings(resource)
+        plan = build_resources(node, config)
+        served, warnings = self.prepare(config, node, plan, self.options)
         return ServedConfig(served.config, node, plan, served.settings, loaded.warnings + plan.warnings + warnings)
 
     def _apply(self, candidate: ServedConfig) -> bool:
@@ -163,3 +176,11 @@ def _mps_view(served: ServedConfig) -> tuple[object, ...]:
     """What the MPS daemons depend on: the MPS resources (names and devices) and the root."""
     resources = tuple(r for r in served.plan.resources if r.sharing == "mps")
     return (served.config.flags.mps_root, resources)
+
+
+def compat_options(backend: Backend, cdi_dir: str, mps_control_command: str | None) -> CompatOptions:
+    """The node's CompatOptions: the fake backend pretends NVIDIA's device nodes exist, real ones look."""
+    command = CompatOptions.split_command(mps_control_command)
+    if isinstance(backend, FakeBackend):
+        return CompatOptions.for_fake_backend(cdi_dir, command)
+    return CompatOptions(cdi_dir, command)

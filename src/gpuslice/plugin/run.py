@@ -12,7 +12,7 @@ from types import FrameType
 from typing import Any
 
 from gpuslice.allocation import AllocateOptions, whole_gpu_rule_for
-from gpuslice.config import Config, ConfigError, load_config, validate_startup
+from gpuslice.config import Config, ConfigError, apply_overrides, load_config, validate_startup
 from gpuslice.discovery import Backend, FakeBackend
 from gpuslice.discovery.select import BackendInitError, make_backend
 from gpuslice.gpu import Node
@@ -52,18 +52,20 @@ def prepare(
     node_name: str | None = None,
     *,
     mig_checkpoint: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> PluginSetup:
     """Load the config, discover the node, and work out the resources; SetupError on any bad input.
 
     Under `migStrategy: dynamic`, GPUs the `mig_checkpoint` file holds placements on stay dynamic even
-    though their instances (ours) now exist.
+    though their instances (ours) now exist. `overrides` are NVIDIA's flags and env vars that were set
+    (dotted config keys, see config.PLUGIN_FLAGS); they win over the file.
     """
     try:
         loaded = load_config(config_file)
-        validate_startup(loaded.config)
+        config = apply_overrides(loaded.config, overrides or {}, loaded.source)
+        validate_startup(config)
     except ConfigError as exc:
         raise SetupError(str(exc)) from exc
-    config = loaded.config
     backend = _backend(backend_kind, node_spec, config, node_name)
     node = backend.discover()
     try:
@@ -92,8 +94,11 @@ def build_manager(
     pod_resources_socket: str | Path | None = None,
     mig_checkpoint: str | Path | None = None,
     observer: PluginObserver | None = None,
+    options: AllocateOptions | None = None,
 ) -> PluginManager:
     """A PluginManager for the prepared node (not started); `observer` gets allocations and streams (metrics).
+
+    `options`: the Allocate pipeline (plugin.compat.allocate_options for NVIDIA's strategies, CDI and MPS).
 
     With dynamic MIG placements in the plan it carries a DynamicMigRuntime: releases are learnt from
     `pod_resources_socket` (else env POD_RESOURCES_SOCKET, else the kubelet default) and holdings kept
@@ -120,6 +125,7 @@ def build_manager(
         socket_dir=socket_dir,
         dynamic_mig=dynamic,
         observer=observer,
+        options=options,
     )
 
 

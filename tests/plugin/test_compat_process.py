@@ -1,0 +1,134 @@
+"""`gpuslice plugin` as a process: NVIDIA's flags and env vars over the file, MPS daemons, the CDI spec."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuslice.cli.plugin_cmd import nvidia_overrides
+from gpuslice.config import ConfigError
+from gpuslice.kubelet import MockKubelet
+from tests.mps.fake_program import write_fake_program
+
+WAIT_S = 20.0
+GPU = "nvidia.com/gpu"
+
+
+@pytest.mark.parametrize(
+    ("flags", "environ", "expected"),
+    [
+        ({}, {}, {}),
+        (
+            {},
+            {"DEVICE_LIST_STRATEGY": "volume-mounts,cdi-cri"},
+            {"flags.plugin.deviceListStrategy": ["volume-mounts", "cdi-cri"]},
+        ),
+        (
+            {"nvidia_flags_plugin_deviceListStrategy": "cdi-cri"},
+            {"DEVICE_LIST_STRATEGY": "volume-mounts"},
+            {"flags.plugin.deviceListStrategy": ["cdi-cri"]},
+        ),
+        ({"nvidia_flags_plugin_passDeviceSpecs": "true"}, {}, {"flags.plugin.passDeviceSpecs": True}),
+        (
+            {},
+            {"PASS_DEVICE_SPECS": "false", "MPS_ROOT": "/run/m"},
+            {"flags.plugin.passDeviceSpecs": False, "flags.mpsRoot": "/run/m"},
+        ),
+        ({}, {"NVIDIA_CTK_PATH": "/b", "NVIDIA_CDI_HOOK_PATH": "/a"}, {"flags.plugin.nvidiaCTKPath": "/a"}),
+        ({}, {"IMEX_CHANNEL_IDS": "0"}, {"imex.channelIDs": [0]}),
+    ],
+)
+def test_flags_win_over_env_vars(flags: dict[str, str], environ: dict[str, str], expected: dict[str, object]) -> None:
+    assert nvidia_overrides(flags, environ) == expected
+
+
+def test_a_bad_boolean_in_the_environment_names_the_variable() -> None:
+    with pytest.raises(ConfigError, match="PASS_DEVICE_SPECS: invalid boolean 'maybe'"):
+        nvidia_overrides({}, {"PASS_DEVICE_SPECS": "maybe"})
+
+
+def plugin_process(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in ("NODE_SPEC", "CONFIG_FILE", "KUBELET_SOCKET")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "gpuslice", "plugin", "--backend", "fake", *args],
+        env={**clean, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def stop(process: subprocess.Popen[str], signalled: bool = True) -> tuple[int, str]:
+    if signalled and process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        _, err = process.communicate(timeout=WAIT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    return process.returncode, err
+
+
+def test_mps_daemons_and_cdi_spec_follow_the_process(kubelet: MockKubelet, workdir: Path) -> None:
+    program = write_fake_program(workdir / "bin")
+    config = workdir / "config.yaml"
+    config.write_text("sharing: {mps: {resources: [{name: gpu, replicas: 4}]}}\n")
+    mps_root, cdi_dir = workdir / "mps", workdir / "cdi"
+    process = plugin_process(
+        ["--config-file", str(config), "--kubelet-socket", str(kubelet.socket_path), "--cdi-spec-dir", str(cdi_dir),
+         "--device-list-strategy", "cdi-cri,envvar"],
+        {"MPS_ROOT": str(mps_root), "MPS_CONTROL_COMMAND": str(program.path), "DEVICE_LIST_STRATEGY": "volume-mounts"},
+    )  # fmt: skip
+    try:
+        assert kubelet.wait_for(resource=GPU, allocatable=16, timeout=WAIT_S)
+        assert (mps_root / ".ready").exists() and (mps_root / GPU / ".started").exists()
+        allocation = kubelet.admit_one("pod", GPU)
+        physical = allocation.device_ids[0].split("::")[0]
+        assert allocation.envs["CUDA_MPS_PIPE_DIRECTORY"] == f"/mps/{GPU}/pipe"
+        assert allocation.envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=20389M"
+        assert allocation.envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "25"
+        assert allocation.envs["NVIDIA_VISIBLE_DEVICES"] == allocation.envs["CUDA_VISIBLE_DEVICES"] == physical
+        assert allocation.cdi_devices == [f"k8s.device-plugin.nvidia.com/gpu={physical}"]
+        spec = json.loads((cdi_dir / "k8s.device-plugin.nvidia.com-gpu.json").read_text())
+        assert physical in [device["name"] for device in spec["devices"]]
+    finally:
+        code, err = stop(process)
+    assert code == 0, err
+    assert program.commands()[:2] == ["-d", "get_default_active_thread_percentage"]
+    assert program.commands()[-1] == "quit"
+    assert "set_default_active_thread_percentage 25" in program.commands()
+    assert not (mps_root / ".ready").exists()
+
+
+def test_a_daemon_that_cannot_start_stops_the_plugin_before_it_registers(kubelet: MockKubelet, workdir: Path) -> None:
+    config = workdir / "config.yaml"
+    config.write_text(
+        f"flags: {{mpsRoot: {workdir / 'mps'}}}\nsharing: {{mps: {{resources: [{{name: gpu, replicas: 2}}]}}}}\n"
+    )
+    process = plugin_process(
+        ["--config-file", str(config), "--kubelet-socket", str(kubelet.socket_path),
+         "--mps-control-command", str(workdir / "missing-program")],
+        {},
+    )  # fmt: skip
+    code, err = stop(process, signalled=False)
+    assert code == 1
+    assert "MPS daemon for nvidia.com/gpu" in err and "not found (set --mps-control-command)" in err
+    assert kubelet.registration_count(GPU) == 0
+
+
+def test_too_many_mps_replicas_for_the_gpu_is_refused(kubelet: MockKubelet, workdir: Path) -> None:
+    config = workdir / "config.yaml"
+    config.write_text(
+        f"flags: {{mpsRoot: {workdir}}}\nsharing: {{mps: {{resources: [{{name: gpu, replicas: 49}}]}}}}\n"
+    )
+    process = plugin_process(["--config-file", str(config), "--kubelet-socket", str(kubelet.socket_path)], {})
+    code, err = stop(process, signalled=False)
+    assert code == 2, "a bad config: refused before anything starts"
+    assert "invalid MPS configuration: invalid device maximum allowed replicas exceeded: 49 > 48" in err
