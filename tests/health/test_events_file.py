@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from pathlib import Path
@@ -129,6 +130,7 @@ def test_removed_file_then_recreated(tmp_path: Path) -> None:
 
 
 def test_bad_lines_are_skipped_and_counted(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="gpuslice.discovery.health_file")
     path = tmp_path / "events"
     path.touch()
     source = HealthFileSource(path)

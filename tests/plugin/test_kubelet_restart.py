@@ -60,7 +60,7 @@ def resource_counts(directory: Path) -> dict[str, int]:
     }
 
 
-def settled_counts(directory: Path, limit: dict[str, int], timeout: float = 3.0) -> dict[str, int]:
+def settled_counts(directory: Path, limit: dict[str, int], timeout: float = 10.0) -> dict[str, int]:
     """Counts once they are back within `limit`, or the last counts after `timeout`.
 
     A connection being closed or a worker finishing can lag the registration by a few milliseconds;

@@ -15,6 +15,7 @@ import pytest
 
 from gpuslice.config import parse_config_text
 from gpuslice.discovery import FakeBackend
+from gpuslice.gpu import Node
 from gpuslice.kubelet import MockKubelet
 from gpuslice.mps import FakeMpsControl
 from gpuslice.plugin.compat import CompatOptions, allocate_options
@@ -143,6 +144,7 @@ def test_cdi_spec_follows_the_config(kubelet: MockKubelet, workdir: Path, runnin
     assert not spec.exists()
     assert plugin.reload("flags: {migStrategy: mixed, plugin: {deviceListStrategy: cdi-cri}}")
     assert spec.exists()
+    assert kubelet.wait_for(resource="nvidia.com/mig-3g.40gb", allocatable=2, timeout=WAIT_S)
     allocation = kubelet.admit_one("pod", "nvidia.com/mig-3g.40gb")
     assert allocation.cdi_devices == [f"k8s.device-plugin.nvidia.com/gpu={allocation.device_ids[0]}"]
     assert "NVIDIA_VISIBLE_DEVICES" not in allocation.envs
@@ -159,7 +161,12 @@ class StderrLines:
         self.seen: list[str] = []
         assert process.stderr is not None
         stream = process.stderr
-        self.thread = threading.Thread(target=lambda: [self.lines.put(line) for line in stream], daemon=True)
+
+        def pump() -> None:
+            for line in stream:
+                self.lines.put(line)
+
+        self.thread = threading.Thread(target=pump, daemon=True)
         self.thread.start()
 
     def wait_for(self, text: str, timeout: float = WAIT_S) -> bool:
@@ -201,3 +208,23 @@ def test_sighup_to_the_plugin_process(kubelet: MockKubelet, workdir: Path) -> No
             process.kill()
         process.wait()
         stderr.thread.join(timeout=WAIT_S)
+
+
+class BrokenBackend:
+    """Discovery that fails, as NVML can after a driver problem."""
+
+    name = "broken"
+
+    def discover(self) -> Node:
+        raise RuntimeError("NVML: driver/library version mismatch")
+
+
+def test_a_failing_discovery_keeps_the_old_config(
+    kubelet: MockKubelet, workdir: Path, running: list[Running], caplog: pytest.LogCaptureFixture
+) -> None:
+    plugin = start(running, kubelet, workdir, MIG_SPEC, MIXED)
+    assert kubelet.wait_for(resource="nvidia.com/mig-3g.40gb", allocatable=2, timeout=WAIT_S)
+    plugin.reloader.backend = BrokenBackend()
+    assert not plugin.reload(SHARE_1G)
+    assert "driver/library version mismatch" in caplog.text
+    assert kubelet.admit_one("pod", "nvidia.com/mig-3g.40gb").device_ids[0].startswith("MIG-")

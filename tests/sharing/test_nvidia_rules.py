@@ -6,6 +6,7 @@ tests/allocation/test_strategies.py, MPS daemon rules in tests/mps/, config pars
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -19,7 +20,7 @@ from gpuslice.allocation import (
     validate_request,
 )
 from gpuslice.config import parse_config_text
-from gpuslice.discovery import load_node_spec, parse_node_spec
+from gpuslice.discovery import NodeSpecError, load_node_spec, parse_node_spec
 from gpuslice.gpu import Node
 from gpuslice.sharing import SharingError, SharingPlan, build_resources, mig_resource_name
 
@@ -303,3 +304,20 @@ def test_preferred_allocation_errors_and_rule_a_answers() -> None:
     assert preferred_allocation(whole, [A], [], 2) == ()
     assert preferred_allocation(whole, [A, B], [A, B], 1) == ()
     assert preferred_allocation(whole, [A], [B], 1) == ()
+
+
+@pytest.mark.parametrize(
+    ("layout", "message"),
+    [
+        pytest.param(["1g.10gb"] * 8, "at most 7 x 1g.10gb fit on H100-80GB", id="mig-profiles §3 instance cap"),
+        pytest.param(
+            ["3g.40gb", "3g.40gb", "1g.10gb"], "does not fit on one H100-80GB", id="mig-profiles §1 placement"
+        ),
+        pytest.param(["1g.10gb+me", "1g.10gb+me"], "at most 1 x 1g.10gb+me", id="mig-profiles §1 one +me per GPU"),
+        pytest.param(["2g.99gb"], "MIG profile '2g.99gb' does not exist on H100-80GB", id="mig-profiles §2 catalogue"),
+    ],
+)
+def test_impossible_mig_layouts_are_refused(layout: list[str], message: str) -> None:
+    """Issue 3 item 5: a node's MIG layout is checked against the model's catalogue and placement rules."""
+    with pytest.raises(NodeSpecError, match=re.escape(message)):
+        node_of({**H100, "count": 1, "mig": layout})

@@ -24,6 +24,7 @@ from gpuslice.plugin.compat import (
     write_cdi_specs,
 )
 from gpuslice.plugin.manager import PluginManager
+from gpuslice.plugin.server import PluginStartError, RegistrationError
 from gpuslice.sharing import SharingError, SharingPlan, build_resources
 
 log = logging.getLogger("gpuslice.plugin")
@@ -113,7 +114,7 @@ class ConfigReloader:
             log.info("Received SIGHUP, restarting.")
             try:
                 candidate = self._candidate()
-            except (ConfigError, SharingError, CompatError) as exc:
+            except Exception as exc:  # a reload must never take the serving plugin down
                 self.failed_reloads += 1
                 log.error("reload refused, still serving the previous config: %s", exc)
                 return False
@@ -156,9 +157,15 @@ class ConfigReloader:
                 self._restore_mps(old)
             return False
         options = allocate_options(candidate.config, candidate.settings)
-        changed = self.manager.update(
-            candidate.plan.resources, options, settings_changed=old.settings != candidate.settings
-        )
+        try:
+            changed = self.manager.update(
+                candidate.plan.resources, options, settings_changed=old.settings != candidate.settings
+            )
+        except (PluginStartError, RegistrationError) as exc:
+            # The manager already serves what it could of the new set; the kubelet watcher re-registers later.
+            self.served = candidate
+            log.error("reload applied only in part: %s", exc)
+            return False
         self.served = candidate
         log.info(
             "reloaded %s: %s", self.config_file or "the defaults", ", ".join(changed) if changed else "nothing changed"

@@ -1,14 +1,11 @@
-"""Building and running the plugin for a node: backend -> node -> resources -> PluginManager, until a signal."""
+"""Building the plugin for a node: backend -> node -> resources -> PluginManager (run by plugin.lifecycle)."""
 
 from __future__ import annotations
 
 import logging
-import signal
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from gpuslice.allocation import AllocateOptions, whole_gpu_rule_for
@@ -164,24 +161,3 @@ def assemble_manager(
         workers=workers,
         extension=dynamic_mig,
     )
-
-
-def run_until_signalled(manager: PluginManager, ready: Callable[[], None] | None = None) -> None:
-    """Start, wait for SIGTERM or SIGINT, then stop (sockets removed). Must run on the main thread."""
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        log.info("received %s, shutting down", signal.Signals(signum).name)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        manager.start()
-        if ready is not None:
-            ready()
-        while not stop.wait(timeout=3600):
-            pass
-    finally:
-        manager.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

@@ -226,22 +226,27 @@ def plot_curves(records: Sequence[Record], path: str | Path, workload: str = "de
     return target
 
 
-def plot_workloads(records: Sequence[Record], path: str | Path, ours: str = "fgd-cpu", baseline: str = "fgd") -> Path:
-    """Bars of unallocated GPU % at 100 % arrived per workload: `baseline` vs `ours` (mean of seeds)."""
+def plot_workloads(
+    records: Sequence[Record], path: str | Path, policies: Sequence[str] = ("fgd", *OUR_POLICIES)
+) -> Path:
+    """Bars of unallocated GPU % at 100 % arrived per workload, one bar per policy (mean of seeds)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    workloads = [w for w in ordered_workloads(records) if select(records, w, ours) and select(records, w, baseline)]
-    if not workloads:
-        raise ValueError(f"no workload has both {ours} and {baseline} records")
-    figure, axis = plt.subplots(figsize=(12, 4))
-    positions = range(len(workloads))
-    for offset, policy in ((-0.2, baseline), (0.2, ours)):
+    shown = [p for p in policies if select(records, policy=p)]
+    workloads = [w for w in ordered_workloads(records) if all(select(records, w, p) for p in shown)]
+    if not workloads or not shown:
+        raise ValueError(f"no workload has records for all of {', '.join(policies)}")
+    figure, axis = plt.subplots(figsize=(13, 4.2))
+    width = 0.8 / len(shown)
+    for i, policy in enumerate(shown):
         means = [seed_stat(select(records, w, policy), "unallocated_gpu_pct", 100).mean for w in workloads]
-        axis.bar([p + offset for p in positions], means, width=0.4, label=label(policy))
-    axis.set_xticks(list(positions), workloads, rotation=60, ha="right", fontsize=8)
+        axis.bar(
+            [w + (i - (len(shown) - 1) / 2) * width for w in range(len(workloads))], means, width, label=label(policy)
+        )
+    axis.set_xticks(list(range(len(workloads))), workloads, rotation=60, ha="right", fontsize=8)
     axis.set_ylabel("Unallocated GPU % at 100 % arrived")
     axis.grid(axis="y", alpha=0.3)
     axis.legend()

@@ -151,9 +151,7 @@ class FgdPolicy:
         if shape.cpu == 0 and shape.num_gpu == 0 and memory == 0:
             return Placement(0, ())  # no request at all: 100 on every node, the first in tie order wins
         scores = self.scorer.node_scores(shape)
-        node = argmax_or_none(scores)
-        if node >= 0 and cluster.memory_list[node] < memory:  # memory rarely binds: filter only when it does
-            node = argmax_or_none(np.where(cluster.memory >= memory, scores, INFEASIBLE))
+        node = argmax_or_none(np.where(cluster.memory >= memory, scores, INFEASIBLE))
         if node < 0:
             return None
         return Placement(node, self.gpus_for(node, shape))
