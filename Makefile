@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 
-.PHONY: all venv demo test lint typecheck imports unit bench reproduce protos device-check clean
+.PHONY: all venv demo test lint typecheck imports bench reproduce protos device-check clean
 
 all: test
 
@@ -39,7 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 reproduce: $(STAMP)
-	$(BIN)/gpuslice sim openb --workload default --policies random,dotprod,clustering,packing,bestfit,fgd --seeds 42-51 -j 2 --json out/openb-default.json
+	$(BIN)/gpuslice sim openb --workload default --policies random,dotprod,clustering,packing,bestfit,fgd,fgd-cpu,fgd-cpu-sym --seeds 42-51 -j 2 --json out/openb-default.json
 	$(BIN)/gpuslice sim openb-report --json out/openb-default.json --plot out/openb-default.png
 
 protos: $(STAMP)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from gpuslice.fsutil import atomic_write_text
 from gpuslice.gpu import Gpu, MigInstance, Node
 
 CDI_VENDOR = "k8s.device-plugin.nvidia.com"
@@ -174,21 +173,12 @@ def write_spec(directory: str | Path, filename: str, spec: Mapping[str, Any]) ->
     target_dir = Path(directory)
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
-        handle, temp_name = tempfile.mkstemp(dir=target_dir, prefix=f".{filename}.", suffix=".tmp")
     except OSError as exc:
         raise CdiError(f"cannot write CDI spec into {target_dir}: {exc.strerror or exc}") from exc
     try:
-        with os.fdopen(handle, "w") as stream:
-            json.dump(spec, stream, indent=2)
-            stream.write("\n")
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temp_name, 0o644)
-        os.replace(temp_name, target_dir / filename)
+        return atomic_write_text(target_dir / filename, json.dumps(spec, indent=2) + "\n", mode=0o644)
     except OSError as exc:
-        Path(temp_name).unlink(missing_ok=True)
         raise CdiError(f"cannot write CDI spec {target_dir / filename}: {exc.strerror or exc}") from exc
-    return target_dir / filename
 
 
 def write_node_specs(

@@ -30,7 +30,13 @@ def _sweep_options(default_policies: str) -> Callable[[F], F]:
             ),
             click.option("--policies", default=default_policies, show_default=True, help="Comma-separated policies."),
             click.option("--seeds", default="42-51", show_default=True, help="Seeds: 42-51, 42,44 or 7."),
-            click.option("--ratio", type=float, default=DEFAULT_RATIO, show_default=True, help="Inflation target."),
+            click.option(
+                "--ratio",
+                type=click.FloatRange(min=0, min_open=True),
+                default=DEFAULT_RATIO,
+                show_default=True,
+                help="Inflation target.",
+            ),
             click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Processes."),
             click.option(
                 "--trace-dir",
@@ -50,12 +56,13 @@ def _run(workloads: str, policies: str, seeds: str, ratio: float, jobs: int, tra
     from gpuslice.sim.openb.sweep import parse_policies, parse_seeds, progress_line, run_sweep
 
     try:
+        chosen_policies, chosen_seeds = parse_policies(policies), parse_seeds(seeds)  # option errors first
         folder = resolve_trace_dir(trace_dir)
         names = list_workloads(folder) if workloads == "all" else [w.strip() for w in workloads.split(",") if w.strip()]
         return run_sweep(
             names,
-            parse_policies(policies),
-            parse_seeds(seeds),
+            chosen_policies,
+            chosen_seeds,
             ratio=ratio,
             trace_dir=folder,
             jobs=jobs,

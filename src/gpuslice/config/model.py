@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
+from gpuslice.gpu.refs import InvalidDeviceReference, parse_device_reference
+
 RESOURCE_PREFIX = "nvidia.com/"
 MAX_RESOURCE_NAME_LENGTH = 63
 
@@ -132,10 +134,16 @@ class Flags(_Model):
 
 DeviceRef = int | str
 
-# GPU index, MIG index "<gpu>:<mig>", GPU UUID, MIG UUID, legacy MIG UUID "MIG-GPU-<uuid>/<gi>/<ci>".
-_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-_DEVICE_REF = re.compile(rf"\d+|\d+:\d+|GPU-{_UUID}|MIG-{_UUID}|MIG-GPU-{_UUID}/\d+/\d+")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def _is_devices_list_item(item: Any) -> bool:
+    """A `devices` list item as NVIDIA takes it: a device reference (gpu.refs) with no replica suffix or spaces."""
+    try:
+        reference = parse_device_reference(item)
+    except InvalidDeviceReference:
+        return False
+    return reference.replica is None and reference.text == str(item)
 
 
 def qualify_resource_name(value: str) -> str:
@@ -202,10 +210,7 @@ class ReplicatedResource(_Model):
             return value
         if isinstance(value, list):
             for item in value:
-                ok = (isinstance(item, int) and not isinstance(item, bool) and item >= 0) or (
-                    isinstance(item, str) and _DEVICE_REF.fullmatch(item)
-                )
-                if not ok:
+                if not _is_devices_list_item(item):
                     raise ValueError(f"unsupported type for device in devices list: {item}, {type(item).__name__}")
             return tuple(value)
         raise ValueError(f"unrecognized type for devices spec: {value!r}")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
+from gpuslice.fsutil import atomic_write_text
 from gpuslice.kubelet.views import Admission, ContainerAllocation
 from gpuslice.wire import deviceplugin_pb2
 
@@ -88,9 +88,7 @@ def encode(admissions: Iterable[Admission], registered: Mapping[str, list[str]])
 
 def write(path: Path, document: Mapping[str, Any]) -> None:
     """Atomic replace, so a crash never leaves half a checkpoint."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(document, indent=1, sort_keys=True))
-    os.replace(temporary, path)
+    atomic_write_text(path, json.dumps(document, indent=1, sort_keys=True))
 
 
 def _restore_entry(entry: Mapping[str, Any], names: Mapping[str, Any]) -> RestoredContainer:

@@ -18,7 +18,6 @@ from gpuslice.labels.sinks import (
     NodeFeatureApiSink,
     NodeFeatureYamlSink,
     StreamSink,
-    atomic_write,
     format_features,
     parse_features,
 )
@@ -39,7 +38,6 @@ __all__ = [
     "NodeFeatureYamlSink",
     "StreamSink",
     "apply_node_feature",
-    "atomic_write",
     "choose_model",
     "compute_label_set",
     "compute_labels",

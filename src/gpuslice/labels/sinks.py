@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol, TextIO
 
 import yaml
 
+from gpuslice.fsutil import atomic_write_text
 from gpuslice.labels.nodefeature import NodeFeatureStore, Outcome, apply_node_feature, node_feature_object
 
 DEFAULT_OUTPUT_FILE = "/etc/kubernetes/node-feature-discovery/features.d/gfd"
@@ -41,23 +40,6 @@ def parse_features(text: str) -> dict[str, str]:
     return labels
 
 
-def atomic_write(path: Path, text: str, mode: int = 0o644) -> None:
-    """Write a temp file in the same directory, fsync, then rename over `path`: readers see old or new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp_name, mode)
-        os.replace(temp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp_name)
-        raise
-
-
 class FeatureFileSink:
     """NFD's `local` source file, replaced atomically on every write; removed on withdraw (as GFD does)."""
 
@@ -66,7 +48,7 @@ class FeatureFileSink:
         self.description = f"features file {self.path}"
 
     def write(self, labels: Mapping[str, str]) -> None:
-        atomic_write(self.path, format_features(labels))
+        atomic_write_text(self.path, format_features(labels))
 
     def withdraw(self) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -107,7 +89,7 @@ class NodeFeatureYamlSink:
     def write(self, labels: Mapping[str, str]) -> None:
         text = node_feature_yaml(labels, self.node_name, self.namespace)
         if self.path is not None:
-            atomic_write(self.path, text)
+            atomic_write_text(self.path, text)
         elif self.stream is not None:
             self.stream.write("---\n" + text)
             self.stream.flush()

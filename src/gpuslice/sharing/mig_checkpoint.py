@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from gpuslice.fsutil import atomic_write_text
 from gpuslice.gpu import MigInstance
 from gpuslice.sharing.dynamic_mig import Holding
 
@@ -71,23 +71,8 @@ def decode(document: Any, node_name: str | None = None) -> tuple[Holding, ...]:
 
 
 def write_checkpoint(path: Path, document: Mapping[str, Any]) -> None:
-    """Write atomically: a temp file in the same directory, fsync, rename over `path`, fsync the directory."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "w") as handle:
-            json.dump(document, handle, indent=1, sort_keys=True)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)  # the rename itself must survive a crash
-    finally:
-        os.close(directory)
+    """Write atomically (gpuslice.fsutil), mode 0600: the checkpoint is the plugin's own state, not for others."""
+    atomic_write_text(path, json.dumps(document, indent=1, sort_keys=True), mode=0o600)
 
 
 def read_checkpoint(path: Path, node_name: str | None = None) -> tuple[Holding, ...] | None:

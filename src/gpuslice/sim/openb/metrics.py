@@ -33,11 +33,16 @@ class Curve:
         values: FloatArray = getattr(self, field)
         return float(values[arrived_pct]) if 0 <= arrived_pct < len(values) else math.nan
 
-    def rows(self) -> list[dict[str, float | int]]:
+    def rows(self) -> list[dict[str, float | int | None]]:
         return [
-            {"arrived_pct": b, **{f: round(float(getattr(self, f)[b]), 4) for f in CURVE_FIELDS}}
+            {"arrived_pct": b, **{f: _json_number(getattr(self, f)[b]) for f in CURVE_FIELDS}}
             for b in range(len(self.allocated_gpu_pct))
         ]
+
+
+def _json_number(value: float) -> float | None:
+    """Rounded for the JSON records; None (null) where there is no value (e.g. 130 % with --ratio 1.0)."""
+    return None if math.isnan(value) else round(float(value), 4)
 
 
 def bin_means(arrived_pct: npt.NDArray[np.int64], values: FloatArray, bins: int) -> FloatArray:
@@ -82,10 +87,10 @@ def record_of(result: RunResult, curve: Curve | None = None) -> dict[str, Any]:
         "clones": result.clones,
         "removed": result.removed,
         "failed_pods": result.failed,
-        "unallocated_gpu_pct_at_100": round(curve.at("unallocated_gpu_pct", 100), 4),
-        "unallocated_gpu_pct_at_130": round(curve.at("unallocated_gpu_pct", 130), 4),
-        "frag_amount_pct_at_100": round(curve.at("frag_amount_pct", 100), 4),
-        "frag_rate_pct_at_90": round(curve.at("frag_rate_pct", 90), 4),
+        "unallocated_gpu_pct_at_100": _json_number(curve.at("unallocated_gpu_pct", 100)),
+        "unallocated_gpu_pct_at_130": _json_number(curve.at("unallocated_gpu_pct", 130)),
+        "frag_amount_pct_at_100": _json_number(curve.at("frag_amount_pct", 100)),
+        "frag_rate_pct_at_90": _json_number(curve.at("frag_rate_pct", 90)),
         "placement_seconds": round(result.placement_seconds, 4),
         "curve": curve.rows(),
     }

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuslice.sim.openb import published
-from gpuslice.sim.openb.metrics import first_shortfall, seed_stat
+from gpuslice.sim.openb.metrics import curve_value, first_shortfall, seed_stat
 from gpuslice.sim.openb.policies import OUR_POLICIES, PAPER_POLICIES
 
 Record = dict[str, Any]
@@ -76,17 +76,22 @@ def pairwise(records: Sequence[Record], workload: str, ours: str, baseline: str,
     """Seed-by-seed comparison of unallocated GPU % at `point` arrived: wins = seeds where `ours` is lower."""
     mine = {r["seed"]: r for r in select(records, workload, ours)}
     base = {r["seed"]: r for r in select(records, workload, baseline)}
-    seeds = sorted(set(mine) & set(base))
     diffs = [
-        mine[s]["curve"][point]["unallocated_gpu_pct"] - base[s]["curve"][point]["unallocated_gpu_pct"] for s in seeds
+        curve_value(mine[s], "unallocated_gpu_pct", point) - curve_value(base[s], "unallocated_gpu_pct", point)
+        for s in sorted(set(mine) & set(base))
     ]
+    diffs = [d for d in diffs if not math.isnan(d)]  # a run with --ratio below the point has no value there
     return {
-        "seeds": len(seeds),
+        "seeds": len(diffs),
         "wins": sum(d < 0 for d in diffs),
         "losses": sum(d > 0 for d in diffs),
         "mean_diff": sum(diffs) / len(diffs) if diffs else math.nan,
         "worst_diff": max(diffs) if diffs else math.nan,
     }
+
+
+def _num(value: float) -> str:
+    return "—" if math.isnan(value) else f"{value:.2f}"
 
 
 def _pm(mean: float, sd: float) -> str:
@@ -138,14 +143,14 @@ def fragment_tables(records: Sequence[Record]) -> tuple[Table, Table]:
             alloc = seed_stat(runs, "allocated_gpu_pct", point).mean
             pub_f, pub_a = published.FRAG_AMOUNT[point].get(policy), published.ALLOCATION[point].get(policy)
             paper = f" ({pub_f:.2f} / {pub_a:.2f})" if pub_f is not None and pub_a is not None else ""
-            cells.append(f"{frag:.2f} / {alloc:.2f}{paper}")
+            cells.append(f"{_num(frag)} / {_num(alloc)}{paper}")
         amount.add_row(f"{point} %", *cells)
     for point in RATE_POINTS:
         cells = []
         for policy in policies:
             value = seed_stat(select(records, "default", policy), "frag_rate_pct", point).mean
             pub = published.FRAG_RATE[point].get(policy)
-            cells.append(f"{value:.2f}" + (f" ({pub:.2f})" if pub is not None else ""))
+            cells.append(_num(value) + (f" ({pub:.2f})" if pub is not None else ""))
         rate.add_row(f"{point} %", *cells)
     return amount, rate
 
@@ -167,7 +172,7 @@ def workloads_table(records: Sequence[Record], ours: Sequence[str] = OUR_POLICIE
             runs = select(records, workload, policy)
             a = seed_stat(runs, "unallocated_gpu_pct", 100).mean
             b = seed_stat(runs, "unallocated_gpu_pct", 130).mean
-            cells.append("—" if not runs else f"{a:.2f} / {b:.2f}")
+            cells.append("—" if not runs else f"{_num(a)} / {_num(b)}")
         for policy in mine:
             pair = pairwise(records, workload, policy, baseline)
             cells.append("—" if not pair["seeds"] else f"{pair['mean_diff']:+.2f} ({pair['wins']}/{pair['seeds']})")

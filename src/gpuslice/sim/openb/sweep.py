@@ -105,10 +105,14 @@ def run_sweep(
     return [results[i] for i in range(len(todo))]
 
 
+def _pct(value: float | None) -> str:
+    return "     —" if value is None else f"{value:6.2f}"
+
+
 def progress_line(record: dict[str, Any]) -> str:
     return (
         f"  {record['workload']:<12} {record['policy']:<10} seed {record['seed']:<4} unallocated "
-        f"{record['unallocated_gpu_pct_at_100']:6.2f} % @100 {record['unallocated_gpu_pct_at_130']:6.2f} % @130"
+        f"{_pct(record['unallocated_gpu_pct_at_100'])} % @100 {_pct(record['unallocated_gpu_pct_at_130'])} % @130"
         f"  ({record['placement_seconds']:.2f} s)"
     )
 
@@ -120,8 +124,6 @@ def summary_lines(records: Sequence[dict[str, Any]]) -> list[str]:
         runs = [r for r in records if r["workload"] == workload and r["policy"] == policy]
         a, b = seed_stat(runs, "unallocated_gpu_pct", 100), seed_stat(runs, "unallocated_gpu_pct", 130)
         seconds = sum(r["placement_seconds"] for r in runs) / len(runs)
-        lines.append(
-            f"{workload:<12} {policy:<10} {len(runs):>5} {a.mean:8.2f} ± {a.sd:4.2f} "
-            f"{b.mean:8.2f} ± {b.sd:4.2f} {seconds:6.2f}"
-        )
+        cells = [f"{s.mean:8.2f} ± {s.sd:4.2f}" if s.n else f"{'—':>15}" for s in (a, b)]
+        lines.append(f"{workload:<12} {policy:<10} {len(runs):>5} {cells[0]} {cells[1]} {seconds:6.2f}")
     return lines
