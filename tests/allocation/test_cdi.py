@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from gpuslice.allocation.cdi import (
 )
 from gpuslice.discovery import load_node_spec
 from gpuslice.gpu import Node
+from tests.support.dirs import short_temp_dir
 
 
 def node(preset: str) -> Node:
@@ -34,9 +33,8 @@ def node(preset: str) -> Node:
 
 @pytest.fixture
 def cdi_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(dir="/tmp", prefix="gs-cdi-"))
-    yield path / "cdi"
-    shutil.rmtree(path, ignore_errors=True)
+    with short_temp_dir("gs-cdi-") as path:
+        yield path / "cdi"
 
 
 def names(spec: dict[str, Any]) -> list[str]:

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,49 +11,18 @@ from click.testing import CliRunner
 
 from gpuslice.cli.main import cli
 from gpuslice.kubelet import MockKubelet
+from tests.support.process import PLUGIN_ENV, finish, plugin_process
+from tests.support.specs import h100_mig_spec
 
 WAIT_S = 20.0
-CLEAN_ENV: dict[str, str | None] = {"NODE_SPEC": None, "CONFIG_FILE": None, "KUBELET_SOCKET": None}
-H100_MIG_SPEC = """\
-name: e2e
-gpus:
-  - model: NVIDIA H100 80GB HBM3
-    count: 2
-    memory_mib: 81559
-    compute_capability: "9.0"
-    mig: [1g.10gb, 1g.10gb, 3g.40gb]
-"""
+CLEAN_ENV: dict[str, str | None] = dict.fromkeys(PLUGIN_ENV)
+H100_MIG_SPEC = h100_mig_spec("e2e")
 
 
 @pytest.fixture
-def kubelet() -> Iterator[MockKubelet]:
-    directory = Path(tempfile.mkdtemp(dir="/tmp", prefix="gs-"))
-    try:
-        with MockKubelet(directory, dial_timeout_s=5.0, checkpoint_enabled=False) as running:
-            yield running
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
-
-
-def plugin_process(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    clean = {k: v for k, v in os.environ.items() if k not in ("NODE_SPEC", "CONFIG_FILE", "KUBELET_SOCKET")}
-    return subprocess.Popen(
-        [sys.executable, "-m", "gpuslice", "plugin", *args],
-        env={**clean, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def finish(process: subprocess.Popen[str]) -> tuple[int, str]:
-    try:
-        _, err = process.communicate(timeout=WAIT_S)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    return process.returncode, err
+def kubelet(workdir: Path) -> Iterator[MockKubelet]:
+    with MockKubelet(workdir, dial_timeout_s=5.0, checkpoint_enabled=False) as running:
+        yield running
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -26,14 +24,6 @@ def our_threads() -> list[str]:
 def no_leaked_threads() -> Iterator[None]:
     yield
     assert our_threads() == [], "threads left running after the test"
-
-
-@pytest.fixture
-def workdir() -> Iterator[Path]:
-    # Unix socket paths must stay under 107 bytes: pytest's tmp_path is too long.
-    path = Path(tempfile.mkdtemp(dir="/tmp", prefix="gs-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import pytest
 
 from gpuslice.cli.kubelet_cmd import parse_admit
 from tests.kubelet.fake_plugin import FakeDevicePlugin
+from tests.support.process import reap
 
 
 @pytest.mark.parametrize(
@@ -51,9 +52,7 @@ def test_kubelet_command_serves_admits_and_exits_on_sigterm(workdir: Path) -> No
         process.send_signal(signal.SIGTERM)
         stdout, stderr = process.communicate(timeout=20)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+        reap(process)
         if plugin is not None:
             plugin.stop()
     assert process.returncode == 0, stderr

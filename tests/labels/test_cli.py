@@ -26,6 +26,7 @@ from gpuslice.labels import (
     parse_features,
 )
 from gpuslice.labels.settings import LabelOptions, choose_sink, effective_config
+from tests.support.process import reap
 
 # Variables the command reads; cleared so that the developer's shell cannot change a test's outcome.
 _READ = ("BACKEND", "CONFIG_FILE", "GFD_CONFIG_FILE", "NODE_SPEC", "NODE_NAME", "NAMESPACE", "NVIDIA_DRIVER_ROOT")
@@ -168,6 +169,12 @@ def test_sink_choice(config_text: str, options: dict[str, object], kind: type) -
     assert isinstance(choose(config_text, **options), kind)
 
 
+def labels_process(*args: str) -> subprocess.Popen[bytes]:
+    """`python -m gpuslice labels ARGS` in a real process, without the variables the command reads."""
+    env = {key: value for key, value in os.environ.items() if key not in CLEAN_ENV}
+    return subprocess.Popen([sys.executable, "-m", "gpuslice", "labels", *args], env=env, stderr=subprocess.PIPE)
+
+
 def _wait_for(path: Path, predicate: object, process: subprocess.Popen[bytes], deadline: float = 30) -> dict[str, str]:
     end = time.monotonic() + deadline
     while time.monotonic() < end:
@@ -184,9 +191,7 @@ def test_sighup_reloads_the_config_in_a_real_process(tmp_path: Path) -> None:
     cfg = tmp_path / "config.yaml"
     out = tmp_path / "gfd"
     cfg.write_text("version: v1\nsharing:\n  timeSlicing:\n    resources: [{name: gpu, replicas: 4}]\n")
-    env = {key: value for key, value in os.environ.items() if key not in CLEAN_ENV}
-    command = [sys.executable, "-m", "gpuslice", "labels", "--config-file", str(cfg), "-o", str(out)]
-    process = subprocess.Popen([*command, "--sleep-interval", "1h"], env=env, stderr=subprocess.PIPE)
+    process = labels_process("--config-file", str(cfg), "-o", str(out), "--sleep-interval", "1h")
     try:
         _wait_for(out, lambda labels: labels.get("nvidia.com/gpu.replicas") == "4", process)
         cfg.write_text("version: v1\nsharing:\n  timeSlicing:\n    resources: [{name: gpu, replicas: 8}]\n")
@@ -197,9 +202,7 @@ def test_sighup_reloads_the_config_in_a_real_process(tmp_path: Path) -> None:
         assert process.wait(timeout=30) == 0
         assert not out.exists()  # a periodic labeller takes its file away on exit, as GFD does
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        reap(process)
         if process.stderr:
             process.stderr.close()
 
@@ -215,9 +218,7 @@ def test_without_a_backend_factory_only_the_fake_backend_is_available() -> None:
 
 def test_a_short_interval_relabels_periodically_in_a_real_process(tmp_path: Path) -> None:
     out = tmp_path / "gfd"
-    env = {key: value for key, value in os.environ.items() if key not in CLEAN_ENV}
-    command = [sys.executable, "-m", "gpuslice", "labels", "-o", str(out), "--sleep-interval", "20ms", "-q"]
-    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
+    process = labels_process("-o", str(out), "--sleep-interval", "20ms", "-q")
     try:
         _wait_for(out, lambda labels: labels.get("nvidia.com/gpu.count") == "4", process)
         first = out.stat()
@@ -233,8 +234,6 @@ def test_a_short_interval_relabels_periodically_in_a_real_process(tmp_path: Path
         assert process.wait(timeout=30) == 0
         assert not out.exists()
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        reap(process)
         if process.stderr:
             process.stderr.close()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,15 +11,15 @@ from gpuslice.mps import CommandControl, FakeMpsControl, MpsManager, MpsStartErr
 from tests.allocation.helpers import TIME_SLICED, resource_for
 from tests.mps.fake_program import write_fake_program
 from tests.mps.helpers import mps_resource, node_of
+from tests.support.dirs import short_temp_dir
 
 GPU = "nvidia.com/gpu"
 
 
 @pytest.fixture
 def root() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(dir="/tmp", prefix="gs-mps-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with short_temp_dir("gs-mps-") as path:
+        yield path
 
 
 def test_start_makes_nvidias_layout_and_sends_the_limits(root: Path) -> None:

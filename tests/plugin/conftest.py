@@ -1,9 +1,7 @@
-"""Fixtures: a mock kubelet in a short temp dir, our plugin started against it, and a thread-leak check."""
+"""Fixtures: a mock kubelet in a short temp dir, our plugin (or a whole Stack) against it, and a thread-leak check."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +17,7 @@ from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin import PluginManager
 from gpuslice.plugin.run import assemble_manager
 from gpuslice.sharing import Resource, build_resources
+from tests.health.support import Stack, stop_stack
 
 OUR_THREAD_PREFIXES = ("gpuslice-", "kubelet-")
 WAIT_S = 10.0
@@ -41,11 +40,12 @@ def no_leaked_threads() -> Iterator[None]:
 
 
 @pytest.fixture
-def workdir() -> Iterator[Path]:
-    # Unix socket paths must stay under 107 bytes: pytest's tmp_path is too long.
-    path = Path(tempfile.mkdtemp(dir="/tmp", prefix="gs-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+def stacks(workdir: Path) -> Iterator[list[Stack]]:  # needs workdir so that it is stopped before the dir goes
+    """Stacks (tests.health.support) a test started; each is stopped at the end."""
+    started: list[Stack] = []
+    yield started
+    for stack in started:
+        stop_stack(stack)
 
 
 @pytest.fixture

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from gpuslice.cli.plugin_cmd import nvidia_overrides
 from gpuslice.config import ConfigError
 from gpuslice.kubelet import MockKubelet
 from tests.mps.fake_program import write_fake_program
+from tests.support import process as support
 
 WAIT_S = 20.0
 GPU = "nvidia.com/gpu"
@@ -54,26 +53,11 @@ def test_a_bad_boolean_in_the_environment_names_the_variable() -> None:
 
 
 def plugin_process(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    clean = {k: v for k, v in os.environ.items() if k not in ("NODE_SPEC", "CONFIG_FILE", "KUBELET_SOCKET")}
-    return subprocess.Popen(
-        [sys.executable, "-m", "gpuslice", "plugin", "--backend", "fake", *args],
-        env={**clean, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return support.plugin_process(["--backend", "fake", *args], env, stdout=subprocess.DEVNULL)
 
 
 def stop(process: subprocess.Popen[str], signalled: bool = True) -> tuple[int, str]:
-    if signalled and process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    try:
-        _, err = process.communicate(timeout=WAIT_S)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    return process.returncode, err
+    return support.finish(process, signal.SIGTERM if signalled else None, timeout=WAIT_S)
 
 
 def test_mps_daemons_and_cdi_spec_follow_the_process(kubelet: MockKubelet, workdir: Path) -> None:

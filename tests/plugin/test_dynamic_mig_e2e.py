@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,6 +30,7 @@ from gpuslice.sharing import build_resources
 from gpuslice.sharing.dynamic_mig import slot_id
 from gpuslice.sharing.mig_checkpoint import CORRUPT_SUFFIX, read_checkpoint
 from gpuslice.wire import DEFAULT_POD_RESOURCES_SOCKET
+from tests.support.process import finish, plugin_process
 
 from .rpc import TIMEOUT_S, PluginClient, allocate_request
 
@@ -313,21 +312,12 @@ def test_pod_resources_socket_precedence(flag: str | None, env: dict[str, str], 
 
 
 def _plugin_process(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    clean = {k: v for k, v in os.environ.items() if k not in ("NODE_SPEC", "CONFIG_FILE", "KUBELET_SOCKET")}
-    clean.pop(POD_RESOURCES_SOCKET_ENV, None)
-    command = [sys.executable, "-m", "gpuslice", "plugin", *args]
-    return subprocess.Popen(command, env={**clean, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return plugin_process(args, env, drop=(POD_RESOURCES_SOCKET_ENV,))
 
 
 def _stop(process: subprocess.Popen[str]) -> str:
-    process.send_signal(signal.SIGTERM)
-    try:
-        _, err = process.communicate(timeout=WAIT_S)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 0, err
+    code, err = finish(process, signal.SIGTERM, timeout=WAIT_S)
+    assert code == 0, err
     return err
 
 

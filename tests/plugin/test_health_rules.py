@@ -3,30 +3,12 @@
 from __future__ import annotations
 
 import random
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gpuslice.wire import UNHEALTHY
-from tests.health.support import MIG_MIXED, TIME_SLICED_4, Stack, start_stack, stop_stack
-
-
-@pytest.fixture
-def workdir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(dir="/tmp", prefix="gs-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def stacks(workdir: Path) -> Iterator[list[Stack]]:  # stopped before workdir is removed
-    started: list[Stack] = []
-    yield started
-    for stack in started:
-        stop_stack(stack)
+from tests.health.support import MIG_MIXED, TIME_SLICED_4, Stack, start_stack
 
 
 def start(stacks: list[Stack], workdir: Path, **kwargs: object) -> Stack:

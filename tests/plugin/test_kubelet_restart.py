@@ -5,39 +5,22 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import shutil
+import signal
 import stat
 import subprocess
-import sys
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin.kubelet_watch import SETTLE_S
-from tests.health.support import TIME_SLICED_4, Stack, start_stack, stop_stack
+from tests.health.support import TIME_SLICED_4, Stack, start_stack
+from tests.support.process import finish, plugin_process, reap
 
 RESTARTS = 50
 WAIT_S = 10.0
-
-
-@pytest.fixture
-def workdir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(dir="/tmp", prefix="gs-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def stacks(workdir: Path) -> Iterator[list[Stack]]:  # needs workdir so that it is stopped before the dir goes
-    started: list[Stack] = []
-    yield started
-    for stack in started:
-        stop_stack(stack)
 
 
 def open_fds() -> list[str]:
@@ -151,15 +134,8 @@ def test_no_registration_without_a_change(stacks: list[Stack], workdir: Path) ->
 def test_plugin_process_waits_for_an_absent_kubelet(workdir: Path) -> None:
     """`gpuslice plugin` started before the kubelet: no crash, a log line, registered once the kubelet is up."""
     directory = workdir / "dp"
-    clean = {k: v for k, v in os.environ.items() if k not in ("NODE_SPEC", "CONFIG_FILE", "KUBELET_SOCKET")}
     args = ["--backend", "fake", "--node-spec", "preset:h100x4", "--kubelet-socket", str(directory / "kubelet.sock")]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gpuslice", "plugin", *args],
-        env=clean,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = plugin_process(args, stdout=subprocess.DEVNULL)
     kubelet = MockKubelet(directory, dial_timeout_s=5.0, checkpoint_enabled=False)
     try:
         assert process.stderr is not None
@@ -170,14 +146,11 @@ def test_plugin_process_waits_for_an_absent_kubelet(workdir: Path) -> None:
         assert process.poll() is None, "the plugin must keep running without a kubelet"
         kubelet.start()
         assert kubelet.wait_for(resource="nvidia.com/gpu", registered=True, allocatable=4, timeout=WAIT_S * 2)
-        process.terminate()
-        process.communicate(timeout=WAIT_S * 2)
+        code, _ = finish(process, signal.SIGTERM, timeout=WAIT_S * 2)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+        reap(process)
         kubelet.stop()
-    assert process.returncode == 0
+    assert code == 0
 
 
 def test_a_replaced_server_socket_is_not_a_kubelet_restart(stacks: list[Stack], workdir: Path) -> None:

@@ -6,44 +6,34 @@ import io
 import json
 import logging
 import re
-import shutil
 import sys
-import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from gpuslice.config import parse_config_text
+from gpuslice.discovery import parse_node_spec
+from gpuslice.discovery.nvml_mig import RecordingMigControl
 from gpuslice.kubelet import MockKubelet
+from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
+from gpuslice.plugin.lifecycle import PluginRuntime
 from gpuslice.plugin.logs import JsonFormatter, KlogFormatter, configure_logging
-from tests.health.support import TIME_SLICED_4, Stack, start_stack, stop_stack
+from gpuslice.plugin.run import assemble_manager
+from gpuslice.sharing import build_resources
+from tests.health.support import TIME_SLICED_4, Stack, start_stack
 from tests.plugin.rpc import allocate_request
 
 WAIT_S = 10.0
 
 
-@pytest.fixture
-def workdir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(dir="/tmp", prefix="gs-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def stacks(workdir: Path) -> Iterator[list[Stack]]:
-    started: list[Stack] = []
-    yield started
-    for stack in started:
-        stop_stack(stack)
-
-
-def get(stack: Stack, path: str) -> tuple[int, str]:
-    assert stack.runtime.metrics_server is not None
-    url = f"http://127.0.0.1:{stack.runtime.metrics_server.port}{path}"
+def get(stack: Stack | PluginRuntime, path: str) -> tuple[int, str]:
+    runtime = stack if isinstance(stack, PluginRuntime) else stack.runtime
+    assert runtime.metrics_server is not None
+    url = f"http://127.0.0.1:{runtime.metrics_server.port}{path}"
     try:
         with urllib.request.urlopen(url, timeout=WAIT_S) as response:
             return response.status, response.read().decode()
@@ -51,7 +41,7 @@ def get(stack: Stack, path: str) -> tuple[int, str]:
         return exc.code, exc.read().decode()
 
 
-def samples(stack: Stack) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+def samples(stack: Stack | PluginRuntime) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     status, text = get(stack, "/metrics")
     assert status == 200
     return {
@@ -85,6 +75,31 @@ def test_metrics_cover_registrations_devices_allocations_health_and_streams(stac
     assert value(found, "gpuslice_plugin_health_events_total", xid="79", outcome="marked_unhealthy") == 1
     assert value(found, "gpuslice_plugin_health_events_total", xid="13", outcome="ignored") == 1
     assert value(found, "gpuslice_plugin_list_and_watch_streams", resource=gpu) == 1
+
+
+def test_healthy_devices_leave_out_placements_that_a_held_mig_instance_blocks(
+    kubelet: MockKubelet, workdir: Path
+) -> None:
+    spec = {"model": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "compute_capability": "9.0", "mig": []}
+    node = parse_node_spec({"name": "metrics-dyn", "gpus": [spec]}).node
+    config = parse_config_text("flags: {migStrategy: dynamic}").config
+    plan = build_resources(node, config)
+    settings = DynamicMigSettings(kubelet.pod_resources_socket, workdir / "mig-checkpoint", 0.05, 30.0)
+    dynamic = DynamicMigRuntime(plan.resources, node.name, RecordingMigControl(node), settings)
+    manager = assemble_manager(plan, node, config, kubelet.socket_path, dynamic_mig=dynamic)
+    runtime = PluginRuntime(manager, metrics_port=0)
+    runtime.start()
+    try:
+        assert kubelet.wait_for(resource="nvidia.com/mig-7g.80gb", allocatable=1, timeout=WAIT_S)
+        kubelet.admit_one("big", "nvidia.com/mig-3g.40gb")
+        found = samples(runtime)
+    finally:
+        runtime.stop()
+    expected = {"mig-1g.10gb": (7, 3), "mig-1g.20gb": (4, 2), "mig-3g.40gb": (2, 2), "mig-7g.80gb": (1, 0)}
+    for short, (advertised, healthy) in expected.items():
+        resource = f"nvidia.com/{short}"
+        assert value(found, "gpuslice_plugin_advertised_devices", resource=resource) == advertised
+        assert value(found, "gpuslice_plugin_healthy_devices", resource=resource) == healthy, resource
 
 
 def test_kubelet_restart_is_counted(stacks: list[Stack], workdir: Path) -> None:

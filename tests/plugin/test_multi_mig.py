@@ -16,16 +16,9 @@ from gpuslice.plugin import PluginManager
 from gpuslice.plugin.compat import CompatOptions, allocate_options, device_list_settings
 from gpuslice.plugin.run import assemble_manager
 from gpuslice.sharing import build_resources
+from tests.support.specs import h100_mig_spec
 
-SPEC = """\
-name: multi-mig
-gpus:
-  - model: NVIDIA H100 80GB HBM3
-    count: 2
-    memory_mib: 81559
-    compute_capability: "9.0"
-    mig: [1g.10gb, 1g.10gb, 3g.40gb]
-"""
+SPEC = h100_mig_spec("multi-mig")
 SMALL, LARGE = "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"
 VOLUMES = "/var/run/nvidia-container-devices"
 

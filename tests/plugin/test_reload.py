@@ -2,37 +2,33 @@
 
 from __future__ import annotations
 
-import os
 import queue
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gpuslice.config import parse_config_text
-from gpuslice.discovery import FakeBackend
+from gpuslice.discovery import FakeBackend, parse_node_spec
+from gpuslice.discovery.nvml_mig import RecordingMigControl
 from gpuslice.gpu import Node
 from gpuslice.kubelet import MockKubelet
 from gpuslice.mps import FakeMpsControl
 from gpuslice.plugin.compat import CompatOptions, allocate_options
+from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
 from gpuslice.plugin.reload import ConfigReloader
 from gpuslice.plugin.run import assemble_manager
 from gpuslice.sharing import build_resources
+from gpuslice.sharing.dynamic_plan import build_dynamic_plan
+from tests.support.process import plugin_process
+from tests.support.specs import h100_mig_spec
 
 WAIT_S = 20.0
-MIG_SPEC = """\
-name: reload
-gpus:
-  - model: NVIDIA H100 80GB HBM3
-    count: 2
-    memory_mib: 81559
-    compute_capability: "9.0"
-    mig: [1g.10gb, 1g.10gb, 3g.40gb]
-"""
+MIG_SPEC = h100_mig_spec("reload")
 MIXED = "flags: {migStrategy: mixed}\n"
 SHARE_1G = MIXED + "sharing: {timeSlicing: {resources: [{name: mig-1g.10gb, replicas: 3}]}}\n"
 SHARE_GPU = "sharing: {timeSlicing: {renameByDefault: true, resources: [{name: gpu, replicas: 4}]}}\n"
@@ -183,12 +179,8 @@ class StderrLines:
 def test_sighup_to_the_plugin_process(kubelet: MockKubelet, workdir: Path) -> None:
     config = workdir / "config.yaml"
     config.write_text("version: v1\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("NODE_SPEC", "CONFIG_FILE", "KUBELET_SOCKET")}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gpuslice", "plugin", "--backend", "fake", "--node-spec", "preset:h100x4",
-         "--config-file", str(config), "--kubelet-socket", str(kubelet.socket_path)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    args = ["--backend", "fake", "--node-spec", "preset:h100x4", "--config-file", str(config)]
+    process = plugin_process([*args, "--kubelet-socket", str(kubelet.socket_path)], stdout=subprocess.DEVNULL)
     stderr = StderrLines(process)
     try:
         assert kubelet.wait_for(resource="nvidia.com/gpu", allocatable=4, timeout=WAIT_S)
@@ -228,3 +220,101 @@ def test_a_failing_discovery_keeps_the_old_config(
     assert not plugin.reload(SHARE_1G)
     assert "driver/library version mismatch" in caplog.text
     assert kubelet.admit_one("pod", "nvidia.com/mig-3g.40gb").device_ids[0].startswith("MIG-")
+
+
+# --- migStrategy dynamic: a reload keeps the geometry ---
+
+DYNAMIC = "flags: {migStrategy: dynamic}\n"
+DYNAMIC_SHARE_GPU = DYNAMIC + "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 2}]}}\n"
+THREE = "nvidia.com/mig-3g.40gb"
+ONE = "nvidia.com/mig-1g.10gb"
+H100 = {"model": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "compute_capability": "9.0"}
+
+
+class LiveMigBackend:
+    """Discovery as NVML does it: each GPU carries the MIG devices that exist right now (the control's)."""
+
+    name = "live-mig"
+
+    def __init__(self, node: Node, control: RecordingMigControl) -> None:
+        self.node = node
+        self.control = control
+
+    def discover(self) -> Node:
+        gpus = tuple(
+            replace(gpu, mig_instances=tuple(self.control.instances[gpu.index].values())) for gpu in self.node.gpus
+        )
+        return replace(self.node, gpus=gpus)
+
+
+class RunningDynamic:
+    """An in-process plugin under migStrategy dynamic (runtime, manager, reloader), against the mock kubelet."""
+
+    def __init__(self, kubelet: MockKubelet, workdir: Path) -> None:
+        node = parse_node_spec({"name": "reload-dyn", "gpus": [{**H100, "count": 1}, {**H100, "mig": []}]}).node
+        self.control = RecordingMigControl(node)
+        self.backend = LiveMigBackend(node, self.control)
+        self.config_file = workdir / "config.yaml"
+        self.config_file.write_text(DYNAMIC)
+        config = parse_config_text(DYNAMIC).config
+        plan = build_dynamic_plan(node, config)
+        options = CompatOptions.for_fake_backend(cdi_dir=str(workdir / "cdi"))
+        served, _ = ConfigReloader.prepare(config, node, plan, options)
+        settings = DynamicMigSettings(kubelet.pod_resources_socket, workdir / "mig-checkpoint", 0.05, 30.0)
+        self.runtime = DynamicMigRuntime(plan.resources, node.name, self.control, settings)
+        self.manager = assemble_manager(
+            plan,
+            node,
+            config,
+            kubelet.socket_path,
+            workers=8,
+            options=allocate_options(config, served.settings),
+            dynamic_mig=self.runtime,
+        )
+        self.reloader = ConfigReloader(self.manager, served, self.config_file, self.backend, options)
+        self.manager.start()
+
+    def reload(self, config: str) -> bool:
+        self.config_file.write_text(config)
+        return self.reloader.reload()
+
+
+@pytest.fixture
+def dynamic_plugin(kubelet: MockKubelet, workdir: Path) -> Iterator[RunningDynamic]:
+    plugin = RunningDynamic(kubelet, workdir)
+    yield plugin
+    plugin.manager.stop()
+
+
+def test_a_reload_under_dynamic_keeps_the_held_instance_and_the_geometry(
+    kubelet: MockKubelet, dynamic_plugin: RunningDynamic, caplog: pytest.LogCaptureFixture
+) -> None:
+    plugin = dynamic_plugin
+    assert kubelet.wait_for(resource=ONE, allocatable=7, timeout=WAIT_S)
+    held = kubelet.admit_one("big", THREE).device_ids[0]
+    assert kubelet.wait_for(resource=ONE, allocatable=3, timeout=WAIT_S)
+    assert plugin.backend.discover().gpus != plugin.reloader.served.node.gpus, "discovery now shows the instance"
+    before = plugin.reloader.served.plan
+
+    assert plugin.reload(DYNAMIC_SHARE_GPU)
+    assert kubelet.wait_for(resource="nvidia.com/gpu", allocatable=2, min_registrations=2, timeout=WAIT_S)
+    assert [h.slot_id for h in plugin.runtime.geometry.holdings()] == [held]
+    assert plugin.control.calls == [("create", 1, "3g.40gb", 0)], "nothing destroyed or created again"
+    after = {r.name: r for r in plugin.reloader.served.plan.resources}
+    assert all(after[r.name] == r for r in before.resources if r.name.startswith("nvidia.com/mig-"))
+    assert kubelet.registration_count(THREE) == 1 and kubelet.registration_count(ONE) == 1
+    assert kubelet.wait_for(resource=ONE, allocatable=3, timeout=WAIT_S), "blocked placements stay Unhealthy"
+    assert kubelet.wait_for(resource="nvidia.com/mig-7g.80gb", allocatable=0, timeout=WAIT_S)
+
+    assert not plugin.reload(MIXED)
+    assert "switching from dynamic to mixed needs a restart" in caplog.text
+    assert plugin.reloader.served.config.flags.mig_strategy == "dynamic"
+
+
+def test_a_changed_gpu_under_dynamic_is_still_refused(
+    dynamic_plugin: RunningDynamic, caplog: pytest.LogCaptureFixture
+) -> None:
+    plugin = dynamic_plugin
+    plugin.backend.node = replace(plugin.backend.node, gpus=plugin.backend.node.gpus[1:])
+    assert not plugin.reload(DYNAMIC_SHARE_GPU)
+    assert "the node's GPUs changed" in caplog.text

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import stat
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -22,24 +18,10 @@ import pytest
 from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin.lifecycle import run_until_signalled
 from gpuslice.wire import deviceplugin_grpc, deviceplugin_pb2
-from tests.health.support import TIME_SLICED_4, Stack, start_stack, stop_stack
+from tests.health.support import TIME_SLICED_4, Stack, start_stack
+from tests.support.process import finish, plugin_process, reap
 
 WAIT_S = 20.0
-
-
-@pytest.fixture
-def workdir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(dir="/tmp", prefix="gs-"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def stacks(workdir: Path) -> Iterator[list[Stack]]:
-    started: list[Stack] = []
-    yield started
-    for stack in started:
-        stop_stack(stack)
 
 
 def plugin_sockets(directory: Path) -> list[str]:
@@ -158,28 +140,18 @@ def test_plugin_process_exits_zero_and_leaves_no_socket(
     spec = workdir / "node.yaml"
     spec.write_text(NODE_SPEC)
     events = workdir / "events"
-    clean = {k: v for k, v in os.environ.items() if k not in ("NODE_SPEC", "CONFIG_FILE", "KUBELET_SOCKET")}
     args = ["--backend", "fake", "--node-spec", str(spec), "--kubelet-socket", str(kubelet.socket_path)]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gpuslice", "plugin", *args, "--metrics-port", "0", "--log-format", "json"],
-        env={**clean, "NODE_NAME": "node-7"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = plugin_process([*args, "--metrics-port", "0", "--log-format", "json"], {"NODE_NAME": "node-7"})
     try:
         assert kubelet.wait_for(resource="nvidia.com/gpu", registered=True, allocatable=2, timeout=WAIT_S)
         uuid = next(iter(sorted(kubelet.resource("nvidia.com/gpu").devices)))  # type: ignore[union-attr]
         with events.open("a") as handle:
             handle.write(f"{uuid} 79\n")
         assert kubelet.wait_for(resource="nvidia.com/gpu", allocatable=1, capacity=2, timeout=WAIT_S)
-        process.send_signal(sig)
-        _, err = process.communicate(timeout=WAIT_S)
+        code, err = finish(process, sig, timeout=WAIT_S)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 0, err
+        reap(process)
+    assert code == 0, err
     assert plugin_sockets(kubelet.device_plugin_dir) == []
     lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
     assert any("XidCriticalError: Xid=79" in line["msg"] for line in lines)
@@ -188,15 +160,8 @@ def test_plugin_process_exits_zero_and_leaves_no_socket(
 
 
 def test_metrics_port_serves_while_running(kubelet: MockKubelet, workdir: Path) -> None:
-    clean = {k: v for k, v in os.environ.items() if k not in ("NODE_SPEC", "CONFIG_FILE", "KUBELET_SOCKET")}
     args = ["--backend", "fake", "--node-spec", "preset:h100x4", "--kubelet-socket", str(kubelet.socket_path)]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gpuslice", "plugin", *args, "--metrics-port", "0", "-v", "1"],
-        env=clean,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = plugin_process([*args, "--metrics-port", "0", "-v", "1"])
     port = None
     try:
         assert process.stderr is not None
@@ -218,10 +183,7 @@ def test_metrics_port_serves_while_running(kubelet: MockKubelet, workdir: Path) 
         assert status == 200
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=WAIT_S) as response:
             assert 'gpuslice_plugin_advertised_devices{resource="nvidia.com/gpu"} 4.0' in response.read().decode()
-        process.send_signal(signal.SIGTERM)
-        process.communicate(timeout=WAIT_S)
+        code, _ = finish(process, signal.SIGTERM, timeout=WAIT_S)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 0
+        reap(process)
+    assert code == 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gpuslice.sharing import Isolation as Guarantee
+
 Mechanism = Literal["whole", "mig", "mps", "time-slicing"]
 MECHANISMS: tuple[Mechanism, ...] = ("whole", "mig", "mps", "time-slicing")
 
@@ -13,26 +15,33 @@ MECHANISMS: tuple[Mechanism, ...] = ("whole", "mig", "mps", "time-slicing")
 class Isolation:
     """The isolation one mechanism gives, stated per axis, plus what it does not give."""
 
-    verdict: Literal["strong", "partial", "none"]  # the walkthrough's per-allocation verdict
-    label: Literal["exclusive", "mig", "mps", "none"]  # the node label tenants select on
+    guarantee: Guarantee  # the plugin's own classification (sharing.Isolation): the verdict and the label
     memory: str
     faults: str
     performance: str
     not_given: tuple[str, ...]
 
+    @property
+    def verdict(self) -> Literal["strong", "partial", "none"]:
+        """The walkthrough's per-allocation verdict."""
+        return self.guarantee.strength
+
+    @property
+    def label(self) -> str:
+        """The node label value tenants select on (exclusive, mig, mps, none)."""
+        return self.guarantee.value
+
 
 ISOLATION: dict[Mechanism, Isolation] = {
     "whole": Isolation(
-        verdict="strong",
-        label="exclusive",
+        guarantee=Guarantee.EXCLUSIVE,
         memory="all of the GPU's memory belongs to one workload",
         faults="a crash, an Xid or a GPU reset touches only this workload",
         performance="all SMs, L2 and memory bandwidth are yours; only PCIe/NVLink, host CPU and memory are shared",
         not_given=("no sharing: a workload that keeps the GPU 10% busy still holds all of it",),
     ),
     "mig": Isolation(
-        verdict="strong",
-        label="mig",
+        guarantee=Guarantee.MIG,
         memory="the instance's own memory slices: capacity, bandwidth and L2 are partitioned in hardware",
         faults="application faults stay inside the instance; Xid events name the instance, so only it turns unhealthy",
         performance="the instance's own SM slices: a busy neighbour cannot take your SMs or your memory bandwidth",
@@ -44,8 +53,7 @@ ISOLATION: dict[Mechanism, Isolation] = {
         ),
     ),
     "mps": Isolation(
-        verdict="partial",
-        label="mps",
+        guarantee=Guarantee.MPS,
         memory="each client has its own GPU address space (Volta and newer) and a pinned-memory limit caps its share",
         faults=(
             "none between clients: a fatal GPU fault in one client is raised in every client on that GPU, and the "
@@ -59,8 +67,7 @@ ISOLATION: dict[Mechanism, Isolation] = {
         ),
     ),
     "time-slicing": Isolation(
-        verdict="none",
-        label="none",
+        guarantee=Guarantee.NONE,
         memory="none: every replica sees all of the GPU's memory; one pod can take it all, the others then fail",
         faults=(
             "per process only: each pod has its own CUDA context, so an application fault ends only that process; "

@@ -164,7 +164,7 @@ def render_dynamic_lines(number: int, part: DynamicMigPart) -> list[str]:
         *seen[1:2],
         _row("release", f"pod {part.pod} deleted; the plugin saw it leave pod-resources and destroyed {visible}"),
         *seen[2:],
-        _row("isolation", f"strong isolation (MIG partition): {Isolation.MIG.why}"),
+        _row("isolation", f"{Isolation.MIG.summary}: {Isolation.MIG.why}"),
     ]
 
 

@@ -6,10 +6,9 @@ from pathlib import Path
 
 from gpuslice.demo.dynamic_mig import render_dynamic_lines
 from gpuslice.demo.walkthrough import DemoReport, ModeReport
+from gpuslice.sharing import Isolation
 
 _LABEL = 14
-_STRENGTH = {"strong": "strong isolation", "partial": "partial isolation", "none": "no isolation"}
-_KIND = {"exclusive": "exclusive GPU", "mig": "MIG partition", "mps": "MPS", "none": "time-slicing"}
 
 
 def _line(label: str, value: str, indent: int = 3) -> str:
@@ -56,5 +55,5 @@ def _mode_lines(number: int, mode: ModeReport) -> list[str]:
         *(_line("device" if i == 0 else "", device_id, 5) for i, device_id in enumerate(pod.device_ids)),
         *(_line("env" if i == 0 else "", item, 5) for i, item in enumerate(env)),
         *(_line("device nodes" if i == 0 else "", node, 5) for i, node in enumerate(pod.device_nodes)),
-        _line("isolation", f"{_STRENGTH[mode.isolation_strength]} ({_KIND[mode.isolation]}): {mode.isolation_why}"),
+        _line("isolation", f"{Isolation(mode.isolation).summary}: {mode.isolation_why}"),
     ]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from gpuslice.config import Config, effective_sharing
 from gpuslice.gpu import Node
+from gpuslice.labels.dynamic_mig import dynamic_mig_labels
 from gpuslice.labels.isolation import gpuslice_labels
 from gpuslice.labels.names import NVIDIA_PREFIX, TIMESTAMP_LABEL, validate_labels
 from gpuslice.labels.nvidia import nvidia_labels
@@ -32,6 +33,7 @@ def compute_label_set(
     labels, warnings = nvidia_labels(node, config, sharing, machine)
     ours, our_warnings = gpuslice_labels(node, config)
     labels.update(ours)
+    labels.update(dynamic_mig_labels(node, config))
     warnings.extend(our_warnings)
     if timestamp is not None and not config.flags.gfd.no_timestamp:
         labels[TIMESTAMP_LABEL] = str(timestamp)

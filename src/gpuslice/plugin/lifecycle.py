@@ -13,6 +13,7 @@ from gpuslice.config import Config
 from gpuslice.discovery import Backend
 from gpuslice.gpu import Node
 from gpuslice.health import xid_policy_from_env
+from gpuslice.plugin.dynamic_service import DynamicResourceService
 from gpuslice.plugin.health_loop import HealthLoop, build_health_loop
 from gpuslice.plugin.kubelet_watch import POLL_INTERVAL_S, KubeletWatcher
 from gpuslice.plugin.manager import PluginManager
@@ -26,10 +27,18 @@ ShutdownHook = Callable[[], None]
 
 
 def device_counts(manager: PluginManager) -> dict[str, tuple[int, int]]:
-    """Resource -> (advertised, healthy) devices, as the next ListAndWatch message would say."""
+    """Resource -> (advertised, healthy) devices, as the next ListAndWatch message would say.
+
+    A dynamic-MIG resource's service also sends the placements that held instances block as Unhealthy.
+    """
+    services = {server.resource_name: server.service for server in manager.servers}
     counts: dict[str, tuple[int, int]] = {}
     for resource in manager.resources:
-        unhealthy = manager.health.unhealthy_ids(resource)
+        service = services.get(resource.name)
+        if isinstance(service, DynamicResourceService):
+            unhealthy = service.unhealthy_now()
+        else:
+            unhealthy = manager.health.unhealthy_ids(resource)
         counts[resource.name] = (len(resource.devices), len(resource.devices) - len(unhealthy))
     return counts
 

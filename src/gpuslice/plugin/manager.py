@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol, Self
@@ -17,17 +17,11 @@ from gpuslice.sharing import HealthChange, HealthStore, Resource, SharingPlan
 log = logging.getLogger("gpuslice.plugin")
 
 
-class ServiceFactory(Protocol):
-    """Builds the DevicePlugin service of one resource (ResourceService, or a subclass)."""
-
-    def __call__(
-        self,
-        resource: Resource,
-        health: HealthStore,
-        options: AllocateOptions | None = None,
-        whole_gpu_rule: WholeGpuRule | None = None,
-        observer: PluginObserver | None = None,
-    ) -> ResourceService: ...
+# Builds the DevicePlugin service of one resource (ResourceService, or a subclass), with the arguments of
+# ResourceService(resource, health, options, whole_gpu_rule, observer) in that order.
+ServiceFactory = Callable[
+    [Resource, HealthStore, AllocateOptions | None, WholeGpuRule | None, PluginObserver | None], ResourceService
+]
 
 
 class PluginExtension(Protocol):
@@ -41,14 +35,8 @@ class PluginExtension(Protocol):
 
     def stop(self) -> None: ...
 
-    def service_for(
-        self,
-        resource: Resource,
-        health: HealthStore,
-        options: AllocateOptions | None = None,
-        whole_gpu_rule: WholeGpuRule | None = None,
-        observer: PluginObserver | None = None,
-    ) -> ResourceService: ...
+    @property
+    def service_for(self) -> ServiceFactory: ...
 
 
 class PluginManager:

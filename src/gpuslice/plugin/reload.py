@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ from gpuslice.allocation.mps_edits import MpsConfigError, daemon_settings
 from gpuslice.allocation.strategies import DeviceListSettings
 from gpuslice.config import Config, ConfigError, apply_overrides, load_config, validate_startup
 from gpuslice.discovery import Backend, FakeBackend
-from gpuslice.gpu import Node
+from gpuslice.gpu import Gpu, Node
 from gpuslice.mps import MpsControl, MpsManager, MpsStartError
 from gpuslice.plugin.compat import (
     CompatError,
@@ -26,6 +26,8 @@ from gpuslice.plugin.compat import (
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.server import PluginStartError, RegistrationError
 from gpuslice.sharing import SharingError, SharingPlan, build_resources
+from gpuslice.sharing.dynamic_mig import is_slot_id
+from gpuslice.sharing.dynamic_plan import DYNAMIC, build_dynamic_plan
 
 log = logging.getLogger("gpuslice.plugin")
 
@@ -132,12 +134,21 @@ class ConfigReloader:
         loaded = load_config(self.config_file)
         config = apply_overrides(loaded.config, self.overrides, loaded.source)
         validate_startup(config)
-        if "dynamic" in (config.flags.mig_strategy, self.served.config.flags.mig_strategy):
-            raise ConfigError("reloading with flags.migStrategy dynamic is not supported; restart the plugin")
-        node = self.backend.discover()
-        if node.gpus != self.served.node.gpus:
-            raise SharingError("the node's GPUs changed since the plugin started; restart the plugin to advertise them")
-        plan = build_resources(node, config)
+        strategies = (self.served.config.flags.mig_strategy, config.flags.mig_strategy)
+        if DYNAMIC in strategies and strategies[0] != strategies[1]:
+            # The dynamic-MIG runtime (geometry, checkpoint, watcher) is built once, at start.
+            raise ConfigError(
+                f"flags.migStrategy: switching from {strategies[0]} to {strategies[1]} needs a restart of the plugin"
+            )
+        discovered = self.backend.discover()
+        if config.flags.mig_strategy == DYNAMIC:
+            carved = _placement_gpus(self.served.plan)
+            node = _same_node(discovered, self.served.node, carved)
+            # Same GPUs, same carved set: the same placements, so the running geometry stays valid.
+            plan = build_dynamic_plan(node, config, claimed=carved)
+        else:
+            node = _same_node(discovered, self.served.node, frozenset())
+            plan = build_resources(node, config)
         served, warnings = self.prepare(config, node, plan, self.options)
         return ServedConfig(served.config, node, plan, served.settings, loaded.warnings + plan.warnings + warnings)
 
@@ -177,6 +188,30 @@ class ConfigReloader:
             self._mps = self._start_mps(old)
         except MpsStartError as exc:
             log.error("the previous MPS daemons could not be restarted either: %s", exc)
+
+
+def _placement_gpus(plan: SharingPlan) -> frozenset[str]:
+    """UUIDs of the GPUs whose placements the plan advertises: the GPUs the dynamic-MIG geometry carves."""
+    return frozenset(d.gpu.uuid for r in plan.resources for d in r.devices if is_slot_id(d.id))
+
+
+def _same_node(discovered: Node, served: Node, carved: frozenset[str]) -> Node:
+    """`discovered`, with the `carved` GPUs as they were served; SharingError if any other GPU fact changed.
+
+    On NVML every instance the plugin creates or destroys shows up in discovery, so the carved GPUs are
+    compared without their MIG instances, and the served ones are kept: the plan then has the very
+    devices the geometry was built from, and those resources keep their servers and registrations.
+    """
+
+    def bare(gpu: Gpu) -> Gpu:
+        return replace(gpu, mig_instances=()) if gpu.uuid in carved else gpu
+
+    if tuple(map(bare, discovered.gpus)) != tuple(map(bare, served.gpus)):
+        raise SharingError("the node's GPUs changed since the plugin started; restart the plugin to advertise them")
+    if not carved:
+        return discovered
+    kept = {gpu.uuid: gpu for gpu in served.gpus if gpu.uuid in carved}
+    return replace(discovered, gpus=tuple(kept.get(gpu.uuid, gpu) for gpu in discovered.gpus))
 
 
 def _mps_view(served: ServedConfig) -> tuple[object, ...]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 from gpuslice.gpu import ComputeCapability, Gpu, MigCatalogue, MigInstance, MigProfile, catalogue_for
 from gpuslice.sharing.build import mig_resource_name
+from gpuslice.sharing.listeners import Listener, Listeners
 from gpuslice.sharing.model import AdvertisedDevice, Resource
 
 # Slot (placement) device ID: "<parent GPU UUID>/<profile with '+' as '.'>@<first memory slice>", e.g.
@@ -17,8 +18,6 @@ from gpuslice.sharing.model import AdvertisedDevice, Resource
 # allows 63); it never contains the replica separator "::", and monitoring tools still see the GPU UUID.
 SLOT_ID = re.compile(r"(GPU-[0-9a-fA-F-]{36})/([0-9]+g\.[0-9]+gb(?:\.[a-z]+)*)@([0-9]+)")
 MAX_SLOT_ID_LENGTH = 63
-
-Listener = Callable[[], None]
 
 
 class SlotUnavailable(ValueError):
@@ -135,7 +134,7 @@ class DynamicMigGeometry:
         self._held: dict[str, Holding] = {}
         self._clock = clock
         self._lock = threading.Lock()
-        self._listeners: list[Listener] = []
+        self._listeners = Listeners()
         self._generation = 0
 
     @staticmethod
@@ -246,15 +245,8 @@ class DynamicMigGeometry:
     # Changes -----------------------------------------------------------------------------------
 
     def add_listener(self, listener: Listener) -> Callable[[], None]:
-        with self._lock:
-            self._listeners.append(listener)
-
-        def remove() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return remove
+        """Call `listener()` after each change; returns a function that removes it."""
+        return self._listeners.add(listener)
 
     def reserve(self, device_ids: Sequence[str]) -> tuple[Slot, ...]:
         """Hold every slot of one request, or none: SlotUnavailable names the first that cannot be held."""
@@ -343,9 +335,7 @@ class DynamicMigGeometry:
     def _changed(self) -> None:
         with self._lock:
             self._generation += 1
-            listeners = list(self._listeners)
-        for listener in listeners:
-            listener()
+        self._listeners.notify()
 
 
 def _slot(gpu: Gpu, catalogue: MigCatalogue, profile: MigProfile, start: int, resource: str = "") -> Slot:

@@ -8,9 +8,8 @@ from dataclasses import dataclass
 
 from gpuslice.gpu import Node
 from gpuslice.sharing.ids import physical_id
+from gpuslice.sharing.listeners import Listener, Listeners
 from gpuslice.sharing.model import AdvertisedDevice, Resource
-
-Listener = Callable[[], None]
 
 
 class UnknownHealthTarget(KeyError):
@@ -43,7 +42,7 @@ class HealthStore:
         self._unhealthy: dict[str, str] = {}
         self._generation = 0
         self._lock = threading.Lock()
-        self._listeners: list[Listener] = []
+        self._listeners = Listeners()
 
     @property
     def generation(self) -> int:
@@ -53,15 +52,7 @@ class HealthStore:
 
     def add_listener(self, listener: Listener) -> Callable[[], None]:
         """Call `listener()` after each change; returns a function that removes it."""
-        with self._lock:
-            self._listeners.append(listener)
-
-        def remove() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-
-        return remove
+        return self._listeners.add(listener)
 
     def mark_unhealthy(self, device: str, reason: str = "marked unhealthy") -> HealthChange | None:
         """Mark a GPU UUID, a MIG UUID or any advertised ID (its physical device) unhealthy.
@@ -87,9 +78,7 @@ class HealthStore:
                 self._unhealthy[target] = reason
             self._generation += 1
             change = HealthChange(target, healthy, reason, self._generation)
-            listeners = list(self._listeners)
-        for listener in listeners:
-            listener()
+        self._listeners.notify()
         return change
 
     def is_healthy(self, device: AdvertisedDevice) -> bool:

@@ -36,6 +36,11 @@ class Isolation(enum.Enum):
         """One line a user can act on."""
         return _WHY[self]
 
+    @property
+    def summary(self) -> str:
+        """The strength and the mechanism in words, e.g. 'strong isolation (MIG partition)'."""
+        return f"{_STRENGTH_WORDS[self.strength]} ({_MECHANISM_WORDS[self]})"
+
 
 _STRENGTH: dict[Isolation, Literal["strong", "partial", "none"]] = {
     Isolation.EXCLUSIVE: "strong",
@@ -51,6 +56,15 @@ _WHY = {
     Isolation.NONE: "replicas take turns on the whole GPU; no memory or fault isolation between them",
 }
 
+
+_STRENGTH_WORDS = {"strong": "strong isolation", "partial": "partial isolation", "none": "no isolation"}
+
+_MECHANISM_WORDS = {
+    Isolation.EXCLUSIVE: "exclusive GPU",
+    Isolation.MIG: "MIG partition",
+    Isolation.MPS: "MPS",
+    Isolation.NONE: "time-slicing",
+}
 
 _ORDER = {Isolation.NONE: 0, Isolation.MPS: 1, Isolation.MIG: 2, Isolation.EXCLUSIVE: 3}
 

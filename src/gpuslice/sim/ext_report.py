@@ -10,17 +10,10 @@ from typing import Any
 from rich.table import Table
 
 from gpuslice.sim.compare import Comparison
+from gpuslice.sim.report import format_duration
 
 Record = dict[str, Any]
 Cell = Callable[[Record], str]
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def _get(record: Record, *path: str) -> Any:
@@ -43,7 +36,7 @@ def _num(*path: str, fmt: str = "{:g}") -> Cell:
 def _time(*path: str) -> Cell:
     def cell(record: Record) -> str:
         value = _get(record, *path)
-        return "-" if value is None else _duration(float(value))
+        return "-" if value is None else format_duration(float(value))
 
     return cell
 
@@ -59,7 +52,7 @@ def _by_top(key: str, time: bool = True) -> Cell:
         value = None if top is None else record["wait_by_priority"][top].get(key)
         if value is None:
             return "-"
-        return _duration(float(value)) if time else f"{value:g}"
+        return format_duration(float(value)) if time else f"{value:g}"
 
     return cell
 
@@ -69,7 +62,7 @@ def _by_low(key: str) -> Cell:
         classes = record.get("wait_by_priority") or {}
         if not classes:
             return "-"
-        return _duration(float(classes[min(classes, key=int)][key]))
+        return format_duration(float(classes[min(classes, key=int)][key]))
 
     return cell
 

@@ -24,7 +24,8 @@ _LINE_STYLES = ("-", "--", "-.", ":")
 LONG_RUN_JOBS = 100_000  # jobs x policies above which a progress bar is worth drawing without a TTY
 
 
-def _duration(seconds: float) -> str:
+def format_duration(seconds: float) -> str:
+    """Seconds as the tables show them: "45 s", "12.5 min" or "3.2 h"."""
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 2 * 3600:
@@ -61,14 +62,14 @@ def _cells(result: SimResult) -> list[str]:
         result.policy,
         f"{100 * result.gpu_utilization:.1f} %",
         f"{100 * result.gpu_goodput:.1f} %",
-        _duration(result.wait_p50),
-        _duration(result.wait_p99),
+        format_duration(result.wait_p50),
+        format_duration(result.wait_p99),
         f"{result.stranded_gpus:.2f}",
         f"{result.stranded_gpus_peak:g}",
         str(result.partial_allocation_deadlocks),
         f"{result.jobs_completed}/{result.jobs_total}",
-        _duration(result.makespan),
-        _duration(result.jct_mean),
+        format_duration(result.makespan),
+        format_duration(result.jct_mean),
         str(result.cross_island_jobs),
     ]
 
@@ -87,7 +88,7 @@ def _wait_sizes(comparison: Comparison) -> list[str]:
 
 
 def _wait_cells(result: SimResult, sizes: list[str]) -> list[str]:
-    return [_duration(result.wait_by_gpus[s]["p99"]) if s in result.wait_by_gpus else "-" for s in sizes]
+    return [format_duration(result.wait_by_gpus[s]["p99"]) if s in result.wait_by_gpus else "-" for s in sizes]
 
 
 def wait_by_size_table(comparison: Comparison) -> Table:
