@@ -110,3 +110,12 @@ def test_a_dynamic_node_keeps_gfds_gpu_labels_and_adds_no_mig_profile_labels() -
 def test_dynamic_label_sets_are_valid_kubernetes_labels(gpu: dict[str, Any]) -> None:
     result = compute_label_set(node({**gpu, "count": 8, "mig": []}), config(DYNAMIC), 1700000000)
     assert validate_labels(result.labels) == [] and result.warnings == ()
+
+
+def test_instances_the_plugin_created_keep_every_profiles_isolation_label() -> None:
+    # On NVML a GPU the plugin has carved shows instances; the labeller must still see it as dynamic.
+    carved = view(compute_labels(node({**H100, "mig": ["3g.40gb"]}), config(DYNAMIC), None))
+    empty = view(compute_labels(node({**H100, "mig": []}), config(DYNAMIC), None))
+    isolation = {key: value for key, value in empty.items() if key.endswith(".isolation")}
+    assert len(isolation) == len(H100_PER_GPU)
+    assert {key: carved.get(key) for key in isolation} == isolation

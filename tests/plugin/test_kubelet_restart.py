@@ -33,6 +33,9 @@ def open_fds() -> list[str]:
     return fds
 
 
+THREAD_POOL_SLACK = 2
+
+
 def resource_counts(directory: Path) -> dict[str, int]:
     fds = open_fds()
     return {
@@ -73,8 +76,11 @@ def test_fifty_restarts_in_a_row_reregister_every_time_without_leaks(stacks: lis
             resource=resource.name, min_registrations=registrations + n, allocatable=16, timeout=WAIT_S
         ), f"not registered again after restart {n}"
         assert kubelet.resource(resource.name).registered  # type: ignore[union-attr]
-    after = settled_counts(kubelet.device_plugin_dir, before)
-    assert all(after[key] <= before[key] for key in before), (before, after)
+    # A gRPC server's thread pool may add a worker when two calls overlap on a loaded machine: bounded by
+    # the pool size and not a leak. A leak grows with every restart, so 50 restarts would show >= 50.
+    limit = {**before, "threads": before["threads"] + THREAD_POOL_SLACK}
+    after = settled_counts(kubelet.device_plugin_dir, limit)
+    assert all(after[key] <= limit[key] for key in limit), (before, after)
     assert stack.runtime.watcher is not None and stack.runtime.watcher.wait_registered(WAIT_S)
     assert stack.runtime.ready() == (True, "ok")
 

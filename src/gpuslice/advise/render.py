@@ -8,6 +8,7 @@ import yaml
 
 from gpuslice.advise.decide import Recommendation
 from gpuslice.config import parse_config_text
+from gpuslice.sharing import isolation_label_key
 
 MPS_ROOT = "/run/nvidia/mps"
 
@@ -182,7 +183,7 @@ def report_text(rec: Recommendation) -> str:
 
 def isolation_label(rec: Recommendation) -> str:
     """The label key the label writer sets to this resource's isolation (tenants select nodes on it)."""
-    return f"gpuslice.io/{rec.resource_name.removeprefix('nvidia.com/')}.isolation"
+    return isolation_label_key(rec.resource_name)
 
 
 def _headline(rec: Recommendation) -> str:

@@ -42,7 +42,7 @@ _FLAG_KEYS = {
 )
 @click.option("--node-spec", envvar="NODE_SPEC", help="Fake backend: preset:NAME or a node-spec YAML file.")
 @click.option("--config-file", envvar=["GFD_CONFIG_FILE", "CONFIG_FILE"], help="NVIDIA v1 config file.")
-@click.option("--mig-strategy", help="none | single | mixed (env GFD_MIG_STRATEGY, MIG_STRATEGY).")
+@click.option("--mig-strategy", help="none | single | mixed | dynamic (env GFD_MIG_STRATEGY, MIG_STRATEGY).")
 @click.option("--fail-on-init-error/--no-fail-on-init-error", default=None, help="Fail when no GPU is found.")
 @click.option("--driver-root", "--nvidia-driver-root", envvar="NVIDIA_DRIVER_ROOT", help="Driver root (host paths).")
 @click.option("--oneshot", is_flag=True, default=None, help="Label once and exit (env GFD_ONESHOT).")

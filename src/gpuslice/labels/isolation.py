@@ -7,7 +7,8 @@ from collections import Counter
 from gpuslice.config import Config
 from gpuslice.gpu import Node
 from gpuslice.labels.names import GPUSLICE_PREFIX, label_key_problem, sanitise, short_resource_name
-from gpuslice.sharing import Isolation, Resource, SharingError, build_resources
+from gpuslice.sharing import Isolation, Resource, SharingError, build_resources, isolation_label_key
+from gpuslice.sharing.dynamic_plan import build_dynamic_plan
 
 
 def mps_limits(resource: Resource) -> tuple[int, int]:
@@ -29,13 +30,21 @@ def gpuslice_labels(node: Node, config: Config) -> tuple[dict[str, str], list[st
         return {}, warnings
     labels: dict[str, str] = {}
     try:
-        resources = build_resources(node, config).resources
+        if config.flags.mig_strategy == "dynamic":
+            # Instances the plugin created must not turn a dynamic GPU into a fixed layout here: the
+            # labeller cannot tell them apart, so every MIG-enabled GPU counts as dynamic.
+            plan = build_dynamic_plan(node, config, claimed={gpu.uuid for gpu in node.gpus})
+        else:
+            plan = build_resources(node, config)
+        resources = plan.resources
     except SharingError as exc:
         warnings.append(f"no gpuslice.io isolation labels: the plugin cannot advertise this node: {exc}")
         resources = ()
     for resource in resources:
         short = short_resource_name(resource.name)
-        _put(labels, f"{short}.isolation", resource.isolation.value, warnings)
+        _put(
+            labels, isolation_label_key(resource.name).removeprefix(GPUSLICE_PREFIX), resource.isolation.value, warnings
+        )
         if resource.isolation is Isolation.MPS and resource.devices:
             memory, threads = mps_limits(resource)
             _put(labels, f"{short}.mps.memory-limit", str(memory), warnings)

@@ -21,6 +21,7 @@ from gpuslice.sharing.model import (
     SharingError,
     SharingPlan,
     SharingStrategy,
+    isolation_label_key,
     weakest,
 )
 
@@ -44,6 +45,7 @@ __all__ = [
     "base_resources",
     "build_resources",
     "is_replica",
+    "isolation_label_key",
     "mig_resource_name",
     "parse_device_reference",
     "physical_id",

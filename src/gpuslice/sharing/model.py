@@ -42,6 +42,16 @@ class Isolation(enum.Enum):
         return f"{_STRENGTH_WORDS[self.strength]} ({_MECHANISM_WORDS[self]})"
 
 
+# The node label that states a resource's isolation (written by `gpuslice labels`, quoted by `gpuslice advise`).
+ISOLATION_LABEL_PREFIX = "gpuslice.io/"
+
+
+def isolation_label_key(resource_name: str) -> str:
+    """`nvidia.com/gpu.shared` -> `gpuslice.io/gpu.shared.isolation`: the label tenants select on."""
+    short = resource_name.removeprefix("nvidia.com/").replace("/", ".")
+    return f"{ISOLATION_LABEL_PREFIX}{short}.isolation"
+
+
 _STRENGTH: dict[Isolation, Literal["strong", "partial", "none"]] = {
     Isolation.EXCLUSIVE: "strong",
     Isolation.MIG: "strong",
