@@ -9,10 +9,10 @@ from typing import Literal
 # NVIDIA's replica annotation: "<physical id>::<n>". An ID is annotated iff it contains the separator.
 REPLICA_SEPARATOR = "::"
 
-_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-_GPU_UUID = re.compile(rf"GPU-{_UUID}")
-_MIG_UUID = re.compile(rf"MIG-{_UUID}")
-_LEGACY_MIG = re.compile(rf"MIG-(GPU-{_UUID})/(\d+)/(\d+)")
+UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_GPU_UUID = re.compile(rf"GPU-{UUID_PATTERN}")
+_MIG_UUID = re.compile(rf"MIG-{UUID_PATTERN}")
+_LEGACY_MIG = re.compile(rf"MIG-(GPU-{UUID_PATTERN})/(\d+)/(\d+)")
 _GPU_INDEX = re.compile(r"\d+")
 _MIG_INDEX = re.compile(r"(\d+):(\d+)")
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from gpuslice.gpu import ComputeCapability, Gpu, MigCatalogue, MigInstance, MigProfile, catalogue_for
+from gpuslice.gpu.refs import UUID_PATTERN
 from gpuslice.sharing.build import mig_resource_name
 from gpuslice.sharing.listeners import Listener, Listeners
 from gpuslice.sharing.model import AdvertisedDevice, Resource
@@ -16,7 +17,7 @@ from gpuslice.sharing.model import AdvertisedDevice, Resource
 # Slot (placement) device ID: "<parent GPU UUID>/<profile with '+' as '.'>@<first memory slice>", e.g.
 # "GPU-5b1c2c6e-8a51-4bd4-9a51-6770757c6963/3g.40gb@0". The longest real one is 53 characters (v1beta1
 # allows 63); it never contains the replica separator "::", and monitoring tools still see the GPU UUID.
-SLOT_ID = re.compile(r"(GPU-[0-9a-fA-F-]{36})/([0-9]+g\.[0-9]+gb(?:\.[a-z]+)*)@([0-9]+)")
+SLOT_ID = re.compile(rf"(GPU-{UUID_PATTERN})/([0-9]+g\.[0-9]+gb(?:\.[a-z]+)*)@([0-9]+)")
 MAX_SLOT_ID_LENGTH = 63
 
 
