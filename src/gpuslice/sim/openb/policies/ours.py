@@ -45,10 +45,9 @@ class CpuAwareFgdScorer(FgdScorer):
             return np.zeros(len(total))
         return np.maximum(0.0, total - cpu / self.kappa)
 
-    def slot_matrix(self, sids: IntArray, shape: Shape) -> IntArray:
-        delta, valid = self.slot_deltas(sids, shape)
+    def slot_matrix(self, rows: IntArray, shape: Shape) -> IntArray:
+        delta, valid = self.slot_deltas(rows, shape)
         st = self.states
-        rows = st.rows(sids)
         total, cpu = rows[:, st.TOTAL], rows[:, st.CPU]
         relief = self.stranded(total, cpu) - self.stranded(total - shape.gpu_request, cpu - shape.cpu)
         if not self.reward_relief:
@@ -63,9 +62,8 @@ class CpuAwareFgdPolicy(FgdPolicy):
     name = "fgd-cpu"
     reward_relief = False
 
-    def __init__(self, context: PolicyContext) -> None:
-        self.cluster = context.cluster
-        self.scorer = CpuAwareFgdScorer(context.cluster, len(context.shapes), self.reward_relief)
+    def make_scorer(self, context: PolicyContext) -> FgdScorer:
+        return CpuAwareFgdScorer(context.cluster, len(context.shapes), self.reward_relief)
 
 
 class SymmetricCpuAwareFgdPolicy(CpuAwareFgdPolicy):
