@@ -39,6 +39,7 @@ class StateTable:
         self._index: dict[tuple[int, int, tuple[int, ...]], int] = {}
         self.packed = np.zeros((capacity, self.gpu_cols.stop), dtype=np.int64)
         self.ready = np.zeros(capacity, dtype=bool)
+        self.underived = 0  # interned states without derived columns: none lets `rows` skip its check
         self._cpu_levels: list[int] = tasks.cpu_levels.tolist()
 
     @property
@@ -61,6 +62,7 @@ class StateTable:
         row[self.gpu_cols] = gpus_desc
         self._index[key] = sid
         self.size += 1
+        self.underived += 1
         return sid
 
     def ensure(self, sids: IntArray) -> None:
@@ -68,24 +70,30 @@ class StateTable:
         todo = sids[~self.ready[sids]]
         if len(todo):
             self.packed[todo] = self._derive(self.packed[todo])
-            self.ready[todo] = True
+            self._mark_ready(todo)
+
+    def _mark_ready(self, sids: IntArray) -> None:
+        self.ready[sids] = True
+        self.underived = self.size - int(np.count_nonzero(self.ready[: self.size]))
 
     def rows(self, sids: IntArray) -> IntArray:
         """The packed rows of `sids`, derived columns included (one gather when they are already known)."""
         rows = self.packed[sids]
+        if not self.underived:
+            return rows
         ready = self.ready[sids]
         if ready.all():
             return rows
         if not ready.any():  # the common case: the one state the last pod created
             self._derive(rows)
             self.packed[sids] = rows
-            self.ready[sids] = True
+            self._mark_ready(sids)
             return rows
         missing = ~ready
         todo = sids[missing]
         rows[missing] = self._derive(rows[missing])
         self.packed[todo] = rows[missing]
-        self.ready[todo] = True
+        self._mark_ready(todo)
         return rows
 
     def _derive(self, rows: IntArray) -> IntArray:
@@ -120,6 +128,7 @@ class StateTable:
         row[self.FIT] = fit
         row[self.FRAG] = total * tasks.total_weight - fit
         self.ready[child] = True
+        self.underived -= 1
 
     def frag(self, sids: IntArray) -> IntArray:
         """Σ_m w_m F_n(m) of each state."""

@@ -7,6 +7,7 @@ computed in vectorised batches for the states not scored yet: a default-trace ru
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -19,6 +20,7 @@ from gpuslice.sim.openb.trace import MILLI
 
 UNKNOWN = -2
 INFEASIBLE = -1
+SCALAR_UP_TO = 6  # states per batch up to which plain Python scores them faster than numpy
 DEDUPLICATE_FROM = 32  # states per batch from which scoring each distinct GPU value once pays for its extra steps
 IntArray = npt.NDArray[np.int64]
 
@@ -76,6 +78,29 @@ class FgdScorer:
         self._allowed: dict[int, npt.NDArray[np.bool_]] = {}
         self._share_tables: dict[int, IntArray] = {}
         self._whole_changes: dict[int, IntArray] = {}
+        self._threshold_list: list[int] = self.thresholds.tolist()
+        self._share_lists: dict[int, list[int]] = {}
+        # per model (index -1: no GPUs, as model 0) and CPU rank: the tasks that may run there, as
+        # (fitting-milli column, count column, share-table offsets, weight, GPUs needed) for the scalar path
+        st, ntasks = self.states, tasks.size
+        self._cpu_levels: list[int] = tasks.cpu_levels.tolist()
+        self._runnable: list[list[list[tuple[int, int, int, int, int, int]]]] = [
+            [
+                [
+                    (
+                        st.big_cols.start + t,
+                        st.count_cols.start + t,
+                        t,
+                        ntasks + t,
+                        int(tasks.weight[t]),
+                        int(tasks.num_gpu[t]),
+                    )
+                    for t in np.flatnonzero(by_rank).tolist()
+                ]
+                for by_rank in by_model
+            ]
+            for by_model in tasks.runs_by_rank
+        ]
 
     def _grow(self) -> None:
         shapes, old = self.cache.shape
@@ -93,6 +118,9 @@ class FgdScorer:
         scores: npt.NDArray[np.int16] = row[ids]
         missing = ids[scores == UNKNOWN]
         if len(missing):
+            if len(missing) <= SCALAR_UP_TO:  # a few states: plain Python beats numpy's per-call cost
+                self.score_few(missing.tolist(), shape)
+                return row[ids]
             fresh = np.unique(missing) if len(missing) > 64 else missing  # a few repeats cost less than unique
             matrix = self.slot_matrix(self.states.rows(fresh), shape)
             if matrix.shape[1] == 1:
@@ -108,7 +136,71 @@ class FgdScorer:
         """Scores (states x GPU slots) of placing `shape` on each sorted GPU slot of each state (packed
         `rows`); a CPU-only or whole-GPU pod has a single column. INFEASIBLE where the state cannot host it."""
         delta, valid = self.slot_deltas(rows, shape)
+        adjustment = self.adjustments(rows, shape)
+        if adjustment is not None:
+            delta = delta + adjustment[:, None]
         return np.where(valid, np.searchsorted(self.thresholds, delta, side="right"), INFEASIBLE)
+
+    def adjustments(self, rows: IntArray, shape: Shape) -> IntArray | None:
+        """What a variant adds to each state's weighted Δ (None: nothing); `adjustment` is the same per state."""
+        return None
+
+    def adjustment(self, total: int, cpu: int, shape: Shape) -> int:
+        return 0
+
+    def score_few(self, sids: list[int], shape: Shape) -> None:
+        """Score and cache the given states one by one: the same integers as `slot_matrix`, in Python."""
+        st = self.states
+        cache, best_slots = self.cache[shape.index], self.best_slots[shape.index]
+        thresholds, levels, runnable = self._threshold_list, self._cpu_levels, self._runnable
+        k, milli, weight = shape.num_gpu, shape.gpu_milli, self.total_weight
+        checks_model = shape.mask != self.cluster.all_models and k > 0
+        gpu_start, gpu_stop = st.gpu_cols.start, st.gpu_cols.stop
+        rows = st.rows(np.array(sids, dtype=np.int64)).tolist()
+        for sid, values in zip(sids, rows, strict=True):
+            model, cpu_after = values[st.MODEL], values[st.CPU] - shape.cpu
+            if cpu_after < 0 or (checks_model and not (shape.mask >> max(model, 0)) & 1):
+                cache[sid] = INFEASIBLE
+                continue
+            tasks = runnable[model][bisect.bisect_right(levels, cpu_after)]
+            base = self.adjustment(values[st.TOTAL], values[st.CPU], shape) - values[st.FIT]
+            if not shape.is_fractional:
+                if k > st.slots or (k and values[gpu_start + k - 1] < milli):
+                    cache[sid] = INFEASIBLE
+                    continue
+                taken = k * milli
+                fitting = 0
+                for big, count, _, _, w, need in tasks:
+                    if values[count] >= need + k:
+                        fitting += w * (values[big] - taken)
+                cache[sid] = bisect.bisect_right(thresholds, fitting + taken * weight + base)
+                continue
+            best, bits, seen = INFEASIBLE, 0, {}
+            for slot, free in enumerate(values[gpu_start:gpu_stop]):
+                if free < milli:
+                    break  # sorted high to low: no later GPU fits either
+                score = seen.get(free)
+                if score is None:
+                    change = self.share_change(milli, free)
+                    fitting = 0
+                    for big, count, big_change, count_change, w, need in tasks:
+                        if values[count] + change[count_change] >= need:
+                            fitting += w * (values[big] + change[big_change])
+                    score = seen[free] = bisect.bisect_right(thresholds, fitting + milli * weight + base)
+                if score > best:
+                    best, bits = score, 1 << slot
+                elif score == best:
+                    bits |= 1 << slot
+            cache[sid] = best
+            best_slots[sid] = bits
+
+    def share_change(self, milli: int, free: int) -> list[int]:
+        """Row `free` of `share_table(milli)` as a Python list (converted once, when first used)."""
+        key = milli * (MILLI + 1) + free
+        change = self._share_lists.get(key)
+        if change is None:
+            change = self._share_lists[key] = self.share_table(milli)[free].tolist()
+        return change
 
     def allowed_models(self, mask: int) -> npt.NDArray[np.bool_]:
         """allowed[model]: the shape's model constraint admits it (index -1, no GPUs, reads model 0's bit)."""
@@ -133,12 +225,13 @@ class FgdScorer:
         return table
 
     def whole_change(self, count: int) -> IntArray:
-        """Task-column change when `count` fully free GPUs are taken: every task loses 1000 milli and one
-        fitting GPU per GPU (a free GPU fits every task)."""
+        """Task-column change when `count` fully free GPUs are taken: every task loses 1000 milli per GPU
+        and, unless it needs no GPU share (an empty GPU still "fits" it), one fitting GPU per GPU."""
         change = self._whole_changes.get(count)
         if change is None:
-            ntasks = len(self.task_weight)
-            change = self._whole_changes[count] = np.repeat(np.array([-count * MILLI, -count]), ntasks)
+            needs_share = (self.task_milli > 0).astype(np.int64)
+            change = np.concatenate([np.full(len(self.task_weight), -count * MILLI), -count * needs_share])
+            change = self._whole_changes[count] = change.astype(np.int64)
         return change
 
     def slot_deltas(self, rows: IntArray, shape: Shape) -> tuple[IntArray, npt.NDArray[np.bool_]]:

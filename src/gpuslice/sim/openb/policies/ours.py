@@ -21,7 +21,7 @@ import numpy as np
 
 from gpuslice.sim.openb.frag import TaskArrays
 from gpuslice.sim.openb.policies.base import PolicyContext
-from gpuslice.sim.openb.policies.fgd import INFEASIBLE, FgdPolicy, FgdScorer, IntArray
+from gpuslice.sim.openb.policies.fgd import FgdPolicy, FgdScorer, IntArray
 from gpuslice.sim.openb.shapes import Shape
 from gpuslice.sim.openb.state import ClusterState
 
@@ -45,15 +45,24 @@ class CpuAwareFgdScorer(FgdScorer):
             return np.zeros(len(total))
         return np.maximum(0.0, total - cpu / self.kappa)
 
-    def slot_matrix(self, rows: IntArray, shape: Shape) -> IntArray:
-        delta, valid = self.slot_deltas(rows, shape)
+    def adjustments(self, rows: IntArray, shape: Shape) -> IntArray:
         st = self.states
         total, cpu = rows[:, st.TOTAL], rows[:, st.CPU]
         relief = self.stranded(total, cpu) - self.stranded(total - shape.gpu_request, cpu - shape.cpu)
         if not self.reward_relief:
             relief = np.minimum(relief, 0.0)
-        delta = delta + np.rint(relief * self.total_weight).astype(np.int64)[:, None]
-        return np.where(valid, np.searchsorted(self.thresholds, delta, side="right"), INFEASIBLE)
+        return np.rint(relief * self.total_weight).astype(np.int64)
+
+    def adjustment(self, total: int, cpu: int, shape: Shape) -> int:
+        """`adjustments` for one state, in Python floats (the same IEEE operations, so the same integer)."""
+        if self.kappa <= 0:
+            return 0
+        before = max(0.0, total - cpu / self.kappa)
+        after = max(0.0, (total - shape.gpu_request) - (cpu - shape.cpu) / self.kappa)
+        relief = before - after
+        if not self.reward_relief:
+            relief = min(relief, 0.0)
+        return round(relief * self.total_weight)
 
 
 class CpuAwareFgdPolicy(FgdPolicy):
