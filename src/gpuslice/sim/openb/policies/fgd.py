@@ -117,10 +117,7 @@ class FgdScorer:
         ids = self.cluster.state
         scores: npt.NDArray[np.int16] = row[ids]
         missing = ids[scores == UNKNOWN]
-        if len(missing):
-            if len(missing) <= SCALAR_UP_TO:  # a few states: plain Python beats numpy's per-call cost
-                self.score_few(missing.tolist(), shape)
-                return row[ids]
+        if len(missing) > SCALAR_UP_TO:
             fresh = np.unique(missing) if len(missing) > 64 else missing  # a few repeats cost less than unique
             matrix = self.slot_matrix(self.states.rows(fresh), shape)
             if matrix.shape[1] == 1:
@@ -129,6 +126,9 @@ class FgdScorer:
                 best = matrix.max(axis=1)
                 row[fresh] = best
                 self.best_slots[shape.index, fresh] = (matrix == best[:, None]) @ self.slot_bits[: matrix.shape[1]]
+            scores = row[ids]
+        elif len(missing):  # a few states: plain Python beats numpy's per-call cost
+            self.score_few(missing.tolist(), shape)
             scores = row[ids]
         return scores
 
@@ -175,7 +175,8 @@ class FgdScorer:
                         fitting += w * (values[big] - taken)
                 cache[sid] = bisect.bisect_right(thresholds, fitting + taken * weight + base)
                 continue
-            best, bits, seen = INFEASIBLE, 0, {}
+            best, bits = INFEASIBLE, 0
+            seen: dict[int, int] = {}
             for slot, free in enumerate(values[gpu_start:gpu_stop]):
                 if free < milli:
                     break  # sorted high to low: no later GPU fits either

@@ -51,7 +51,8 @@ class CpuAwareFgdScorer(FgdScorer):
         relief = self.stranded(total, cpu) - self.stranded(total - shape.gpu_request, cpu - shape.cpu)
         if not self.reward_relief:
             relief = np.minimum(relief, 0.0)
-        return np.rint(relief * self.total_weight).astype(np.int64)
+        adjustment: IntArray = np.rint(relief * self.total_weight).astype(np.int64)
+        return adjustment
 
     def adjustment(self, total: int, cpu: int, shape: Shape) -> int:
         """`adjustments` for one state, in Python floats (the same IEEE operations, so the same integer)."""
