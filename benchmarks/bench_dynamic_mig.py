@@ -8,8 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gpuslice.discovery import parse_node_spec
-from gpuslice.discovery.nvml_mig import RecordingMigControl
+from gpuslice.discovery import RecordingMigControl, parse_node_spec
 from gpuslice.plugin.dynamic_mig import DynamicMig
 from gpuslice.sharing.dynamic_mig import DynamicMigGeometry
 from gpuslice.sharing.dynamic_plan import dynamic_resources

@@ -20,7 +20,7 @@ from gpuslice.discovery.nvml import (
     cuda_version_text,
     mig_profile_name,
 )
-from gpuslice.discovery.nvml_fake import (
+from gpuslice.discovery.nvml.fake import (
     INSUFFICIENT_RESOURCES,
     NOT_SUPPORTED,
     UNKNOWN,
@@ -32,7 +32,7 @@ from gpuslice.discovery.nvml_fake import (
     FakeNvml,
     FakeNvmlError,
 )
-from gpuslice.discovery.nvml_nodes import a100_mig, dgx1_v100, dgx_h100
+from gpuslice.discovery.nvml.nodes import a100_mig, dgx1_v100, dgx_h100
 from gpuslice.discovery.xid import XidEvent, affected_device_ids
 from gpuslice.topology import PairLink, PcieLevel, Topology
 

@@ -17,9 +17,8 @@ import grpc
 import pytest
 
 from gpuslice.config import parse_config_text
-from gpuslice.discovery import parse_node_spec
+from gpuslice.discovery import RecordingMigControl, parse_node_spec
 from gpuslice.discovery.nvml import MigControlError
-from gpuslice.discovery.nvml_mig import RecordingMigControl
 from gpuslice.gpu import MigInstance, Node
 from gpuslice.gpu.mig import H100_80GB
 from gpuslice.kubelet import MockKubelet

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuslice.config import parse_config_text
-from gpuslice.discovery.nvml import NvmlBackend
-from gpuslice.discovery.nvml_fake import FakeGpu, FakeNvml
-from gpuslice.discovery.nvml_mig import NvmlMigControl
+from gpuslice.discovery.nvml import NvmlBackend, NvmlMigControl
+from gpuslice.discovery.nvml.fake import FakeGpu, FakeNvml
 from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin import PluginManager
 from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings, runtime_for

@@ -16,8 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gpuslice.config import parse_config_text
-from gpuslice.discovery import parse_node_spec
-from gpuslice.discovery.nvml_mig import RecordingMigControl
+from gpuslice.discovery import RecordingMigControl, parse_node_spec
 from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
 from gpuslice.plugin.lifecycle import PluginRuntime

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpuslice.config import parse_config_text
-from gpuslice.discovery import FakeBackend, parse_node_spec
-from gpuslice.discovery.nvml_mig import RecordingMigControl
+from gpuslice.discovery import Backend, FakeBackend, RecordingMigControl, parse_node_spec
 from gpuslice.gpu import Node
 from gpuslice.kubelet import MockKubelet
 from gpuslice.mps import FakeMpsControl
@@ -202,7 +201,7 @@ def test_sighup_to_the_plugin_process(kubelet: MockKubelet, workdir: Path) -> No
         stderr.thread.join(timeout=WAIT_S)
 
 
-class BrokenBackend:
+class BrokenBackend(Backend):
     """Discovery that fails, as NVML can after a driver problem."""
 
     name = "broken"
@@ -231,7 +230,7 @@ ONE = "nvidia.com/mig-1g.10gb"
 H100 = {"model": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "compute_capability": "9.0"}
 
 
-class LiveMigBackend:
+class LiveMigBackend(Backend):
     """Discovery as NVML does it: each GPU carries the MIG devices that exist right now (the control's)."""
 
     name = "live-mig"

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpuslice.discovery import parse_node_spec
-from gpuslice.discovery.nvml_mig import RecordingMigControl
+from gpuslice.discovery import RecordingMigControl, parse_node_spec
 from gpuslice.gpu.mig import H100_80GB
 from gpuslice.sharing.dynamic_mig import DynamicMigGeometry, Holding, slot_id
 from gpuslice.sharing.dynamic_plan import dynamic_resources

@@ -9,11 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuslice.allocation import AllocateOptions, WholeGpuRule
-from gpuslice.discovery import Backend, FakeBackend
-from gpuslice.discovery.nvml import NvmlBackend
-from gpuslice.discovery.nvml_mig import MigControl, NvmlMigControl, RecordingMigControl
+from gpuslice.discovery import Backend, MigControl
 from gpuslice.gpu import Node
-from gpuslice.plugin.dynamic_mig import DynamicMig, ResumeReport, live_instances_for
+from gpuslice.plugin.dynamic_mig import DynamicMig, ResumeReport
 from gpuslice.plugin.dynamic_service import DynamicResourceService
 from gpuslice.plugin.pod_resources_watch import (
     ADMISSION_GRACE_S,
@@ -65,7 +63,7 @@ class DynamicMigRuntime:
             self.geometry,
             control,
             MigCheckpoint(settings.checkpoint_path, node_name),
-            live_instances_for(control, gpu_indices),
+            lambda: control.live_instances(gpu_indices),
         )
         self.client = PodResourcesClient(settings.pod_resources_socket)
         self.watcher = ReleaseWatcher(
@@ -119,11 +117,10 @@ class DynamicMigUnavailable(ValueError):
 
 
 def mig_control_for(backend: Backend, node: Node) -> MigControl:
-    """NVML creates real instances; the fake backend records them; other backends cannot."""
-    if isinstance(backend, NvmlBackend):
-        return NvmlMigControl(backend)
-    if isinstance(backend, FakeBackend):
-        return RecordingMigControl(node)
+    """The backend's MIG control; DynamicMigUnavailable when it has none."""
+    control = backend.mig_control(node)
+    if control is not None:
+        return control
     raise DynamicMigUnavailable(
         f"flags.migStrategy=dynamic: the {backend.name} backend cannot create MIG devices; use --backend nvml or fake"
     )

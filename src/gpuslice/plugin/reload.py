@@ -12,7 +12,7 @@ from typing import Any
 from gpuslice.allocation.mps_edits import MpsConfigError, daemon_settings
 from gpuslice.allocation.strategies import DeviceListSettings
 from gpuslice.config import Config, ConfigError, apply_overrides, load_config, validate_startup
-from gpuslice.discovery import Backend, FakeBackend
+from gpuslice.discovery import Backend
 from gpuslice.gpu import Gpu, Node
 from gpuslice.mps import MpsControl, MpsManager, MpsStartError
 from gpuslice.plugin.compat import (
@@ -221,8 +221,8 @@ def _mps_view(served: ServedConfig) -> tuple[object, ...]:
 
 
 def compat_options(backend: Backend, cdi_dir: str, mps_control_command: str | None) -> CompatOptions:
-    """The node's CompatOptions: the fake backend pretends NVIDIA's device nodes exist, real ones look."""
+    """The node's CompatOptions: a backend with an imaginary /dev has every device node, real ones look."""
     command = CompatOptions.split_command(mps_control_command)
-    if isinstance(backend, FakeBackend):
+    if backend.assumes_device_nodes():
         return CompatOptions.for_fake_backend(cdi_dir, command)
     return CompatOptions(cdi_dir, command)

@@ -10,7 +10,7 @@ from typing import Any
 
 from gpuslice.allocation import AllocateOptions, whole_gpu_rule_for
 from gpuslice.config import Config, ConfigError, apply_overrides, load_config, validate_startup
-from gpuslice.discovery import Backend, FakeBackend
+from gpuslice.discovery import Backend
 from gpuslice.discovery.select import BackendInitError, make_backend
 from gpuslice.gpu import Node
 from gpuslice.plugin.dynamic_runtime import DynamicMigSettings, DynamicMigUnavailable, runtime_for
@@ -101,7 +101,7 @@ def build_manager(
     `pod_resources_socket` (else env POD_RESOURCES_SOCKET, else the kubelet default) and holdings kept
     in `mig_checkpoint` (default: beside the plugin sockets).
     """
-    section = setup.backend.spec.topology if isinstance(setup.backend, FakeBackend) else None
+    section = setup.backend.topology_spec()
     directory = Path(socket_dir) if socket_dir is not None else Path(kubelet_socket).parent if kubelet_socket else None
     dynamic = None
     if directory is not None:

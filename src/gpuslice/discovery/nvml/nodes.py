@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid as uuidlib
 
-from gpuslice.discovery.nvml_fake import (
+from gpuslice.discovery.nvml.fake import (
     DOUBLE_BIT_ECC_EVENT,
     GPU_END,
     SWITCH,
