@@ -13,7 +13,7 @@ from gpuslice.config import parse_config_text
 from gpuslice.discovery import load_node_spec
 from gpuslice.kubelet import Admission, MockKubelet
 from gpuslice.plugin import PluginManager
-from gpuslice.plugin.compat import CompatOptions, allocate_options, device_list_settings
+from gpuslice.plugin.compat import CompatOptions, allocate_options
 from gpuslice.plugin.run import assemble_manager
 from gpuslice.sharing import build_resources
 from tests.support.specs import h100_mig_spec
@@ -57,8 +57,7 @@ def admit_both(kubelet: MockKubelet, workdir: Path) -> Iterator[Callable[[str], 
         spec = load_node_spec(str(spec_file))
         config = parse_config_text(f"flags: {{migStrategy: mixed, plugin: {{deviceListStrategy: {strategies}}}}}")
         plan = build_resources(spec.node, config.config)
-        settings, _ = device_list_settings(config.config, CompatOptions.for_fake_backend())
-        options = allocate_options(config.config, settings)
+        options, _ = allocate_options(config.config, CompatOptions.for_fake_backend())
         manager = assemble_manager(plan, spec.node, config.config, kubelet.socket_path, workers=8, options=options)
         managers.append(manager)
         manager.start()

@@ -17,7 +17,7 @@ from gpuslice.discovery import Backend, FakeBackend, RecordingMigControl, parse_
 from gpuslice.gpu import Node
 from gpuslice.kubelet import MockKubelet
 from gpuslice.mps import FakeMpsControl
-from gpuslice.plugin.compat import CompatOptions, allocate_options
+from gpuslice.plugin.compat import CompatOptions
 from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
 from gpuslice.plugin.reload import ConfigReloader
 from gpuslice.plugin.run import assemble_manager
@@ -50,7 +50,7 @@ class Running:
         node = self.backend.discover()
         plan = build_resources(node, loaded)
         served, _ = ConfigReloader.prepare(loaded, node, plan, self.options)
-        options = allocate_options(loaded, served.settings)
+        options = served.allocate_options
         self.manager = assemble_manager(plan, node, loaded, kubelet.socket_path, workers=8, options=options)
         self.reloader = ConfigReloader(
             self.manager, served, self.config_file, self.backend, self.options, mps_control=self.control
@@ -267,7 +267,7 @@ class RunningDynamic:
             config,
             kubelet.socket_path,
             workers=8,
-            options=allocate_options(config, served.settings),
+            options=served.allocate_options,
             dynamic_mig=self.runtime,
         )
         self.reloader = ConfigReloader(self.manager, served, self.config_file, self.backend, options)

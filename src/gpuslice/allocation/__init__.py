@@ -2,14 +2,11 @@
 
 from gpuslice.allocation.allocate import (
     CONTROL_DEVICE_NODES,
-    DEFAULT_OPTIONS,
     VISIBLE_DEVICES_ENV,
-    AllocateOptions,
-    AllocationContext,
-    EditStep,
     allocate,
     allocate_container,
     device_nodes_step,
+    pipeline_steps,
     validate_request,
     visible_devices_step,
 )
@@ -28,11 +25,13 @@ from gpuslice.allocation.errors import (
     EmptyRequest,
     IdTooLong,
     NotEnoughDevices,
+    PlacementUnavailable,
     RequestTooLarge,
     TooManyReplicas,
     UnhealthyDevice,
     UnknownDevice,
 )
+from gpuslice.allocation.options import DEFAULT_OPTIONS, AllocateOptions, AllocationContext, EditStep
 from gpuslice.allocation.preferred import (
     WholeGpuRule,
     in_advertised_order,
@@ -60,6 +59,7 @@ __all__ = [
     "IdTooLong",
     "Mount",
     "NotEnoughDevices",
+    "PlacementUnavailable",
     "RequestTooLarge",
     "TooManyReplicas",
     "UnhealthyDevice",
@@ -70,6 +70,7 @@ __all__ = [
     "combine",
     "device_nodes_step",
     "in_advertised_order",
+    "pipeline_steps",
     "preferred_allocation",
     "preferred_shared",
     "uses_whole_gpu_rule",

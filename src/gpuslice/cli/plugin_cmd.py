@@ -15,7 +15,7 @@ from gpuslice.allocation.cdi import DEFAULT_CDI_DIR
 from gpuslice.config import PLUGIN_FLAGS, ConfigError, coerce, overrides_from_env
 from gpuslice.mps import MpsStartError
 from gpuslice.plugin import PluginStartError, RegistrationError
-from gpuslice.plugin.compat import CompatError, allocate_options
+from gpuslice.plugin.compat import CompatError
 from gpuslice.plugin.lifecycle import build_runtime, run_until_signalled
 from gpuslice.plugin.logs import LOG_FORMATS, configure_logging
 from gpuslice.plugin.metrics import PluginMetrics
@@ -155,7 +155,7 @@ def plugin(
             pod_resources_socket=pod_resources_socket,
             mig_checkpoint=checkpoint,
             observer=metrics,
-            options=allocate_options(setup.config, served.settings),
+            options=served.allocate_options,
         )
         reloader = ConfigReloader(manager, served, config_file, setup.backend, compat, overrides=overrides)
     except (SetupError, ConfigError, CompatError) as exc:

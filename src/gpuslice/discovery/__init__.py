@@ -17,7 +17,7 @@ from gpuslice.discovery.nodespec import (
     parse_node_spec,
 )
 from gpuslice.discovery.select import BACKEND_KINDS, BackendInitError, IdleBackend, make_backend
-from gpuslice.discovery.xid import XidEvent, affected_device_ids
+from gpuslice.discovery.xid import XidEvent
 
 __all__ = [
     "BACKEND_KINDS",
@@ -35,7 +35,6 @@ __all__ = [
     "Prober",
     "RecordingMigControl",
     "XidEvent",
-    "affected_device_ids",
     "load_node_spec",
     "make_backend",
     "parse_node_spec",

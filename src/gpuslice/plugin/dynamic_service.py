@@ -13,6 +13,7 @@ from gpuslice.allocation import (
     AllocateOptions,
     AllocationError,
     EmptyRequest,
+    PlacementUnavailable,
     WholeGpuRule,
     allocate,
     preferred_allocation,
@@ -27,13 +28,6 @@ from gpuslice.sharing.dynamic_mig import SlotUnavailable
 from gpuslice.wire import deviceplugin_pb2
 
 log = logging.getLogger("gpuslice.plugin.dynamic_mig")
-
-
-class PlacementUnavailable(AllocationError):
-    """A placement that overlaps (or is) a held instance, or whose profile cap is reached."""
-
-    def __init__(self, resource: str, device: str, reason: str) -> None:
-        super().__init__(resource, f"device {device} is not available: {reason}", device)
 
 
 class DynamicResourceService(ResourceService):

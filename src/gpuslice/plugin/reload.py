@@ -9,8 +9,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from gpuslice.allocation import AllocateOptions
 from gpuslice.allocation.mps_edits import MpsConfigError, daemon_settings
-from gpuslice.allocation.strategies import DeviceListSettings
 from gpuslice.config import Config, ConfigError, apply_overrides, load_config, validate_startup
 from gpuslice.discovery import Backend
 from gpuslice.gpu import Gpu, Node
@@ -19,7 +19,6 @@ from gpuslice.plugin.compat import (
     CompatError,
     CompatOptions,
     allocate_options,
-    device_list_settings,
     mps_manager,
     write_cdi_specs,
 )
@@ -39,7 +38,7 @@ class ServedConfig:
     config: Config
     node: Node
     plan: SharingPlan
-    settings: DeviceListSettings
+    allocate_options: AllocateOptions
     warnings: tuple[str, ...] = ()
 
 
@@ -86,12 +85,12 @@ class ConfigReloader:
                     daemon_settings(resource)
                 except MpsConfigError as exc:
                     raise CompatError(f"sharing.mps: {exc}") from exc
-        settings, warnings = device_list_settings(config, options)
-        return ServedConfig(config, node, plan, settings, warnings), warnings
+        allocate, warnings = allocate_options(config, options)
+        return ServedConfig(config, node, plan, allocate, warnings), warnings
 
     def start_extras(self) -> None:
         """Write the CDI spec and start the MPS daemons (before the manager serves); raises on failure."""
-        write_cdi_specs(self.served.settings, self.served.node, self.options.cdi_dir)
+        write_cdi_specs(self.served.allocate_options, self.served.node, self.options.cdi_dir)
         self._mps = self._start_mps(self.served)
 
     def _start_mps(self, served: ServedConfig) -> MpsManager | None:
@@ -150,7 +149,8 @@ class ConfigReloader:
             node = _same_node(discovered, self.served.node, frozenset())
             plan = build_resources(node, config)
         served, warnings = self.prepare(config, node, plan, self.options)
-        return ServedConfig(served.config, node, plan, served.settings, loaded.warnings + plan.warnings + warnings)
+        warnings = loaded.warnings + plan.warnings + warnings
+        return ServedConfig(served.config, node, plan, served.allocate_options, warnings)
 
     def _apply(self, candidate: ServedConfig) -> bool:
         old = self.served
@@ -161,16 +161,16 @@ class ConfigReloader:
         try:
             if mps_changed:
                 self._mps = self._start_mps(candidate)
-            write_cdi_specs(candidate.settings, candidate.node, self.options.cdi_dir)
+            write_cdi_specs(candidate.allocate_options, candidate.node, self.options.cdi_dir)
         except (MpsStartError, CompatError) as exc:
             log.error("reload failed, still serving the previous config: %s", exc)
             if mps_changed:
                 self._restore_mps(old)
             return False
-        options = allocate_options(candidate.config, candidate.settings)
+        options = candidate.allocate_options
         try:
             changed = self.manager.update(
-                candidate.plan.resources, options, settings_changed=old.settings != candidate.settings
+                candidate.plan.resources, options, settings_changed=old.allocate_options != options
             )
         except (PluginStartError, RegistrationError) as exc:
             # The manager already serves what it could of the new set; the kubelet watcher re-registers later.

@@ -55,10 +55,6 @@ def planned_instance(gpu: Gpu, catalogue: MigCatalogue, profile: MigProfile, sta
                        memory, -1, -1)  # fmt: skip
 
 
-def is_planned(mig: MigInstance) -> bool:
-    return mig.gi < 0
-
-
 def dynamic_resources(node: Node, claimed: Collection[str] = ()) -> tuple[Resource, ...]:
     """One resource per profile the node's dynamic GPUs offer, every placement a device, sorted by name."""
     resources = []
