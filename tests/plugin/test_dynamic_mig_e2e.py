@@ -26,8 +26,8 @@ from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSetting
 from gpuslice.plugin.pod_resources_watch import POD_RESOURCES_SOCKET_ENV, pod_resources_socket
 from gpuslice.plugin.run import assemble_manager
 from gpuslice.sharing import build_resources
-from gpuslice.sharing.dynamic_mig import slot_id
-from gpuslice.sharing.mig_checkpoint import CORRUPT_SUFFIX, read_checkpoint
+from gpuslice.sharing.dynamic.checkpoint import CORRUPT_SUFFIX, read_checkpoint
+from gpuslice.sharing.dynamic.geometry import slot_id
 from gpuslice.wire import DEFAULT_POD_RESOURCES_SOCKET
 from tests.support.process import finish, plugin_process
 

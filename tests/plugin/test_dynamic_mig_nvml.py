@@ -12,8 +12,8 @@ from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin import PluginManager
 from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings, runtime_for
 from gpuslice.plugin.run import assemble_manager
-from gpuslice.sharing.dynamic_plan import build_dynamic_plan
-from gpuslice.sharing.mig_checkpoint import claimed_gpus
+from gpuslice.sharing.dynamic.checkpoint import claimed_gpus
+from gpuslice.sharing.dynamic.plan import build_dynamic_plan
 
 WAIT_S = 10.0
 ONE = "nvidia.com/mig-1g.5gb"

@@ -22,7 +22,7 @@ from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSetting
 from gpuslice.plugin.reload import ConfigReloader
 from gpuslice.plugin.run import assemble_manager
 from gpuslice.sharing import build_resources
-from gpuslice.sharing.dynamic_plan import build_dynamic_plan
+from gpuslice.sharing.dynamic.plan import build_dynamic_plan
 from tests.support.process import plugin_process
 from tests.support.specs import h100_mig_spec
 

@@ -21,7 +21,7 @@ from gpuslice.plugin.logs import LOG_FORMATS, configure_logging
 from gpuslice.plugin.metrics import PluginMetrics
 from gpuslice.plugin.reload import ConfigReloader, compat_options
 from gpuslice.plugin.run import SetupError, build_manager, prepare
-from gpuslice.sharing.mig_checkpoint import FILE_NAME as MIG_CHECKPOINT_FILE
+from gpuslice.sharing.dynamic.checkpoint import FILE_NAME as MIG_CHECKPOINT_FILE
 from gpuslice.wire import DEFAULT_KUBELET_SOCKET, DEFAULT_POD_RESOURCES_SOCKET
 
 EXIT_BAD_INPUT = 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuslice.demo.dynamic_mig import render_dynamic_lines
+from gpuslice.demo.dynamic_part import render_dynamic_lines
 from gpuslice.demo.walkthrough import DemoReport, ModeReport
 from gpuslice.sharing import Isolation
 

@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 
 from gpuslice.config import parse_config_text
-from gpuslice.demo.dynamic_mig import DynamicMigPart, run_dynamic_part
+from gpuslice.demo.dynamic_part import DynamicMigPart, run_dynamic_part
 from gpuslice.discovery import load_node_spec
 from gpuslice.gpu import Node
 from gpuslice.kubelet import ContainerAllocation, MockKubelet

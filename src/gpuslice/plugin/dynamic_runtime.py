@@ -11,7 +11,6 @@ from pathlib import Path
 from gpuslice.allocation import AllocateOptions, WholeGpuRule
 from gpuslice.discovery import Backend, MigControl
 from gpuslice.gpu import Node
-from gpuslice.plugin.dynamic_mig import DynamicMig, ResumeReport
 from gpuslice.plugin.dynamic_service import DynamicResourceService
 from gpuslice.plugin.pod_resources_watch import (
     ADMISSION_GRACE_S,
@@ -21,8 +20,9 @@ from gpuslice.plugin.pod_resources_watch import (
 )
 from gpuslice.plugin.service import PluginObserver, ResourceService
 from gpuslice.sharing import HealthStore, Resource, SharingPlan
-from gpuslice.sharing.dynamic_mig import DynamicMigGeometry, is_slot_id
-from gpuslice.sharing.mig_checkpoint import FILE_NAME, MigCheckpoint
+from gpuslice.sharing.dynamic.checkpoint import FILE_NAME, MigCheckpoint
+from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry, is_slot_id
+from gpuslice.sharing.dynamic.runtime import DynamicMig, ResumeReport
 
 log = logging.getLogger("gpuslice.plugin.dynamic_mig")
 

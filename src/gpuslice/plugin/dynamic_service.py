@@ -21,10 +21,10 @@ from gpuslice.allocation import (
 )
 from gpuslice.gpu import MigInstance
 from gpuslice.plugin.convert import allocate_response, device_list, requested_ids
-from gpuslice.plugin.dynamic_mig import ClaimError, DynamicMig
 from gpuslice.plugin.service import PluginObserver, ResourceService
 from gpuslice.sharing import HealthStore, Resource
-from gpuslice.sharing.dynamic_mig import SlotUnavailable
+from gpuslice.sharing.dynamic.geometry import SlotUnavailable
+from gpuslice.sharing.dynamic.runtime import ClaimError, DynamicMig
 from gpuslice.wire import deviceplugin_pb2
 
 log = logging.getLogger("gpuslice.plugin.dynamic_mig")

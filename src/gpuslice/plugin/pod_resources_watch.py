@@ -12,8 +12,8 @@ from typing import Any
 
 import grpc
 
-from gpuslice.plugin.dynamic_mig import DynamicMig, InUse
-from gpuslice.sharing.dynamic_mig import Holding
+from gpuslice.sharing.dynamic.geometry import Holding
+from gpuslice.sharing.dynamic.runtime import DynamicMig, InUse
 from gpuslice.wire import DEFAULT_POD_RESOURCES_SOCKET, podresources_grpc, podresources_pb2
 
 log = logging.getLogger("gpuslice.plugin.dynamic_mig")

@@ -24,9 +24,9 @@ from gpuslice.plugin.compat import (
 )
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.server import PluginStartError, RegistrationError
-from gpuslice.sharing import SharingError, SharingPlan, build_resources
-from gpuslice.sharing.dynamic_mig import is_slot_id
-from gpuslice.sharing.dynamic_plan import DYNAMIC, build_dynamic_plan
+from gpuslice.sharing import SharingError, SharingPlan, build_resources, is_dynamic
+from gpuslice.sharing.dynamic.geometry import is_slot_id
+from gpuslice.sharing.dynamic.plan import DYNAMIC
 
 log = logging.getLogger("gpuslice.plugin")
 
@@ -140,14 +140,11 @@ class ConfigReloader:
                 f"flags.migStrategy: switching from {strategies[0]} to {strategies[1]} needs a restart of the plugin"
             )
         discovered = self.backend.discover()
-        if config.flags.mig_strategy == DYNAMIC:
-            carved = _placement_gpus(self.served.plan)
-            node = _same_node(discovered, self.served.node, carved)
-            # Same GPUs, same carved set: the same placements, so the running geometry stays valid.
-            plan = build_dynamic_plan(node, config, claimed=carved)
-        else:
-            node = _same_node(discovered, self.served.node, frozenset())
-            plan = build_resources(node, config)
+        # Under dynamic MIG: the same GPUs and the same carved set give the same placements, so the
+        # running geometry stays valid.
+        carved = _placement_gpus(self.served.plan) if is_dynamic(config) else frozenset()
+        node = _same_node(discovered, self.served.node, carved)
+        plan = build_resources(node, config, carved)
         served, warnings = self.prepare(config, node, plan, self.options)
         warnings = loaded.warnings + plan.warnings + warnings
         return ServedConfig(served.config, node, plan, served.allocate_options, warnings)

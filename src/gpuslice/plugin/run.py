@@ -18,10 +18,9 @@ from gpuslice.plugin.manager import PluginExtension, PluginManager
 from gpuslice.plugin.pod_resources_watch import pod_resources_socket as resolve_pod_resources_socket
 from gpuslice.plugin.server import DEFAULT_WORKERS
 from gpuslice.plugin.service import PluginObserver
-from gpuslice.sharing import HealthStore, SharingError, SharingPlan, build_resources
-from gpuslice.sharing.dynamic_plan import build_dynamic_plan
-from gpuslice.sharing.mig_checkpoint import FILE_NAME as MIG_CHECKPOINT_FILE
-from gpuslice.sharing.mig_checkpoint import claimed_gpus
+from gpuslice.sharing import HealthStore, SharingError, SharingPlan, build_resources, is_dynamic
+from gpuslice.sharing.dynamic.checkpoint import FILE_NAME as MIG_CHECKPOINT_FILE
+from gpuslice.sharing.dynamic.checkpoint import claimed_gpus
 from gpuslice.topology import TopologySpecError, topology_from_spec
 
 log = logging.getLogger("gpuslice.plugin")
@@ -66,10 +65,8 @@ def prepare(
     backend = _backend(backend_kind, node_spec, config, node_name)
     node = backend.discover()
     try:
-        if config.flags.mig_strategy == "dynamic" and mig_checkpoint is not None:
-            plan = build_dynamic_plan(node, config, claimed_gpus(Path(mig_checkpoint), node.name))
-        else:
-            plan = build_resources(node, config)
+        claimed = claimed_gpus(Path(mig_checkpoint), node.name) if is_dynamic(config) and mig_checkpoint else ()
+        plan = build_resources(node, config, claimed)
     except SharingError as exc:
         raise SetupError(f"config {loaded.source}: {exc}") from exc
     return PluginSetup(config, node, plan, backend, loaded.warnings + plan.warnings)

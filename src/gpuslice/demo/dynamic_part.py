@@ -11,9 +11,8 @@ from gpuslice.discovery import RecordingMigControl, parse_node_spec
 from gpuslice.kubelet import MockKubelet, ResourceView
 from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
 from gpuslice.plugin.run import assemble_manager
-from gpuslice.sharing import Isolation, Resource
-from gpuslice.sharing.dynamic_plan import build_dynamic_plan
-from gpuslice.sharing.mig_checkpoint import FILE_NAME
+from gpuslice.sharing import Isolation, Resource, build_resources
+from gpuslice.sharing.dynamic.checkpoint import FILE_NAME
 
 WAIT_S = 10.0
 _LABEL = 14  # the walkthrough's label column
@@ -59,7 +58,7 @@ def run_dynamic_part(directory: Path) -> DynamicMigPart:
     """Mock kubelet + the plugin under `migStrategy: dynamic` on one H100 with MIG on and no fixed layout."""
     node = parse_node_spec(NODE_SPEC, source="<demo dynamic>").node
     config = parse_config_text(CONFIG, "<demo dynamic>").config
-    plan = build_dynamic_plan(node, config)
+    plan = build_resources(node, config)
     control = RecordingMigControl(node)
     part = DynamicMigPart(
         node=f"{node.name} (1 x {node.gpus[0].product_name}, MIG on, no fixed layout: node spec mig: [])",

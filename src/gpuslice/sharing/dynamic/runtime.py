@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from gpuslice.discovery import MigControl, MigControlError
 from gpuslice.gpu import MigInstance, catalogue_for
-from gpuslice.sharing.dynamic_mig import DynamicMigGeometry, GeometryConflict, Holding, slot_id
-from gpuslice.sharing.mig_checkpoint import MigCheckpoint, MigCheckpointError
+from gpuslice.sharing.dynamic.checkpoint import MigCheckpoint, MigCheckpointError
+from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry, GeometryConflict, Holding, slot_id
 
 log = logging.getLogger("gpuslice.plugin.dynamic_mig")
 
