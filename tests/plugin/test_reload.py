@@ -12,17 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from gpuslice.config import parse_config_text
-from gpuslice.discovery import Backend, FakeBackend, RecordingMigControl, parse_node_spec
+from gpuslice.discovery import Backend, MigControl, RecordingMigControl, parse_node_spec
 from gpuslice.gpu import Node
 from gpuslice.kubelet import MockKubelet
 from gpuslice.mps import FakeMpsControl
-from gpuslice.plugin.compat import CompatOptions
-from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
-from gpuslice.plugin.reload import ConfigReloader
-from gpuslice.plugin.run import assemble_manager
-from gpuslice.sharing import build_resources
-from gpuslice.sharing.dynamic.plan import build_dynamic_plan
+from tests.support.plugin import build_app
 from tests.support.process import plugin_process
 from tests.support.specs import h100_mig_spec
 
@@ -36,35 +30,23 @@ INVALID = "sharing: {timeSlicing: {resources: []}}\n"
 
 
 class Running:
-    """An in-process plugin with a ConfigReloader, against the mock kubelet."""
+    """An in-process PluginApp (NVIDIA's answers, a fake MPS control), against the mock kubelet."""
 
     def __init__(self, kubelet: MockKubelet, workdir: Path, spec: str, config: str) -> None:
-        self.config_file = workdir / "config.yaml"
-        self.config_file.write_text(config)
-        spec_file = workdir / "node.yaml"
-        spec_file.write_text(spec)
-        self.backend = FakeBackend.from_ref(str(spec_file))
         self.control = FakeMpsControl()
-        self.options = CompatOptions.for_fake_backend(cdi_dir=str(workdir / "cdi"))
-        loaded = parse_config_text(config).config
-        node = self.backend.discover()
-        plan = build_resources(node, loaded)
-        served, _ = ConfigReloader.prepare(loaded, node, plan, self.options)
-        options = served.allocate_options
-        self.manager = assemble_manager(plan, node, loaded, kubelet.socket_path, workers=8, options=options)
-        self.reloader = ConfigReloader(
-            self.manager, served, self.config_file, self.backend, self.options, mps_control=self.control
-        )
-        self.reloader.start_extras()
-        self.manager.start()
+        self.app = build_app(workdir, config, kubelet, backend=spec, mps_control=self.control, nvidia_answers=True)
+        self.app.start()
+        self.reloader = self.app.reloader
+        self.manager = self.app.manager
+        assert self.app.options.config_file is not None
+        self.config_file = Path(self.app.options.config_file)
 
     def reload(self, config: str) -> bool:
         self.config_file.write_text(config)
-        return self.reloader.reload()
+        return self.app.reload()
 
     def stop(self) -> None:
-        self.manager.stop()
-        self.reloader.stop()
+        self.app.stop()
 
 
 @pytest.fixture
@@ -245,37 +227,39 @@ class LiveMigBackend(Backend):
         )
         return replace(self.node, gpus=gpus)
 
+    def mig_control(self, node: Node) -> MigControl | None:
+        return self.control
+
+    def assumes_device_nodes(self) -> bool:
+        return True
+
 
 class RunningDynamic:
-    """An in-process plugin under migStrategy dynamic (runtime, manager, reloader), against the mock kubelet."""
+    """An in-process PluginApp under migStrategy dynamic, against the mock kubelet."""
 
     def __init__(self, kubelet: MockKubelet, workdir: Path) -> None:
         node = parse_node_spec({"name": "reload-dyn", "gpus": [{**H100, "count": 1}, {**H100, "mig": []}]}).node
         self.control = RecordingMigControl(node)
         self.backend = LiveMigBackend(node, self.control)
-        self.config_file = workdir / "config.yaml"
-        self.config_file.write_text(DYNAMIC)
-        config = parse_config_text(DYNAMIC).config
-        plan = build_dynamic_plan(node, config)
-        options = CompatOptions.for_fake_backend(cdi_dir=str(workdir / "cdi"))
-        served, _ = ConfigReloader.prepare(config, node, plan, options)
-        settings = DynamicMigSettings(kubelet.pod_resources_socket, workdir / "mig-checkpoint", 0.05, 30.0)
-        self.runtime = DynamicMigRuntime(plan.resources, node.name, self.control, settings)
-        self.manager = assemble_manager(
-            plan,
-            node,
-            config,
-            kubelet.socket_path,
-            workers=8,
-            options=served.allocate_options,
-            dynamic_mig=self.runtime,
+        self.app = build_app(
+            workdir,
+            DYNAMIC,
+            kubelet,
+            backend=self.backend,
+            nvidia_answers=True,
+            release_poll_s=0.05,
+            admission_grace_s=30.0,
         )
-        self.reloader = ConfigReloader(self.manager, served, self.config_file, self.backend, options)
-        self.manager.start()
+        assert self.app.dynamic_mig is not None and self.app.options.config_file is not None
+        self.runtime = self.app.dynamic_mig
+        self.manager = self.app.manager
+        self.reloader = self.app.reloader
+        self.config_file = Path(self.app.options.config_file)
+        self.app.manager.start()
 
     def reload(self, config: str) -> bool:
         self.config_file.write_text(config)
-        return self.reloader.reload()
+        return self.app.reload()
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from gpuslice.allocation.allocate import (
     validate_request,
     visible_devices_step,
 )
+from gpuslice.allocation.allocator import Allocator, StaticAllocator
 from gpuslice.allocation.answer import (
     AllocationAnswer,
     ContainerAllocation,
@@ -18,9 +19,11 @@ from gpuslice.allocation.answer import (
     Mount,
     combine,
 )
+from gpuslice.allocation.dynamic import DynamicAllocator
 from gpuslice.allocation.errors import (
     MAX_DEVICE_ID_LENGTH,
     AllocationError,
+    AllocationFailed,
     DuplicateDevice,
     EmptyRequest,
     IdTooLong,
@@ -50,10 +53,13 @@ __all__ = [
     "AllocationAnswer",
     "AllocationContext",
     "AllocationError",
+    "AllocationFailed",
+    "Allocator",
     "ContainerAllocation",
     "ContainerEdits",
     "DeviceNode",
     "DuplicateDevice",
+    "DynamicAllocator",
     "EditStep",
     "EmptyRequest",
     "IdTooLong",
@@ -61,6 +67,7 @@ __all__ = [
     "NotEnoughDevices",
     "PlacementUnavailable",
     "RequestTooLarge",
+    "StaticAllocator",
     "TooManyReplicas",
     "UnhealthyDevice",
     "UnknownDevice",

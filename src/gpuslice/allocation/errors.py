@@ -92,3 +92,7 @@ class PlacementUnavailable(AllocationError):
 
 class ImexChannelMissing(ValueError):
     """A required IMEX channel whose device node does not exist (NVIDIA's text)."""
+
+
+class AllocationFailed(RuntimeError):
+    """A valid request the device could not carry out (a MIG device not created); nothing stays held."""

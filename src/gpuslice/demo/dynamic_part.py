@@ -6,13 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuslice.config import parse_config_text
-from gpuslice.discovery import RecordingMigControl, parse_node_spec
+from gpuslice.discovery import FakeBackend, RecordingMigControl, parse_node_spec
 from gpuslice.kubelet import MockKubelet, ResourceView
-from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
-from gpuslice.plugin.run import assemble_manager
-from gpuslice.sharing import Isolation, Resource, build_resources
-from gpuslice.sharing.dynamic.checkpoint import FILE_NAME
+from gpuslice.plugin.app import PluginApp, PluginOptions
+from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime
+from gpuslice.sharing import Isolation, Resource
 
 WAIT_S = 10.0
 _LABEL = 14  # the walkthrough's label column
@@ -56,19 +54,31 @@ class DynamicMigPart:
 
 def run_dynamic_part(directory: Path) -> DynamicMigPart:
     """Mock kubelet + the plugin under `migStrategy: dynamic` on one H100 with MIG on and no fixed layout."""
-    node = parse_node_spec(NODE_SPEC, source="<demo dynamic>").node
-    config = parse_config_text(CONFIG, "<demo dynamic>").config
-    plan = build_resources(node, config)
-    control = RecordingMigControl(node)
-    part = DynamicMigPart(
-        node=f"{node.name} (1 x {node.gpus[0].product_name}, MIG on, no fixed layout: node spec mig: [])",
-        config="flags.migStrategy: dynamic (a gpuslice extension)",
-        advertised={_short(r.name): len(r.devices) for r in plan.resources},
-    )
+    backend = FakeBackend(parse_node_spec(NODE_SPEC, source="<demo dynamic>"))
+    directory.mkdir(parents=True, exist_ok=True)
+    config_file = directory / "config.yaml"
+    config_file.write_text(CONFIG)
     with MockKubelet(directory, checkpoint_enabled=False) as kubelet:
-        settings = DynamicMigSettings(kubelet.pod_resources_socket, directory / FILE_NAME)
-        runtime = DynamicMigRuntime(plan.resources, node.name, control, settings)
-        with assemble_manager(plan, node, config, kubelet.socket_path, dynamic_mig=runtime):
+        options = PluginOptions(
+            backend="fake",
+            config_file=str(config_file),
+            kubelet_socket=str(kubelet.socket_path),
+            pod_resources_socket=str(kubelet.pod_resources_socket),
+            cdi_spec_dir=str(directory / "cdi"),
+            nvidia_answers=False,  # the walkthrough shows the model's plain answer
+        )
+        app = PluginApp(options, backend=backend)
+        node, plan, runtime = app.node, app.plan, app.dynamic_mig
+        if runtime is None:
+            raise RuntimeError("the dynamic-MIG node spec advertises no placements")
+        control = runtime.dynamic.control
+        assert isinstance(control, RecordingMigControl)  # the fake backend's: it records the device calls
+        part = DynamicMigPart(
+            node=f"{node.name} (1 x {node.gpus[0].product_name}, MIG on, no fixed layout: node spec mig: [])",
+            config="flags.migStrategy: dynamic (a gpuslice extension)",
+            advertised={_short(r.name): len(r.devices) for r in plan.resources},
+        )
+        with app:
             _settle(kubelet, plan.resources, runtime)
             part.steps.append(DynamicStep("before", _allocatable(kubelet, plan.names)))
             allocation = kubelet.admit_one(POD, BIG)

@@ -61,9 +61,13 @@ class CompatOptions:
         return tuple(shlex.split(text)) if text else DEFAULT_CONTROL_COMMAND
 
 
-def allocate_options(config: Config, options: CompatOptions) -> tuple[AllocateOptions, tuple[str, ...]]:
-    """NVIDIA's Allocate answer for `config` on this node, and warnings (IMEX channels that are missing).
+def allocate_options(
+    config: Config, options: CompatOptions, nvidia_answers: bool = True
+) -> tuple[AllocateOptions, tuple[str, ...]]:
+    """The Allocate options of `config` on this node, and warnings (IMEX channels that are missing).
 
+    `nvidia_answers`: NVIDIA's whole answer (device list strategies, CDI, MPS, IMEX, feature envs), as
+    `gpuslice plugin` gives; False: gpuslice's plain one (NVIDIA_VISIBLE_DEVICES and device nodes).
     CompatError when a required IMEX channel is missing.
     """
     imex = config.imex
@@ -75,7 +79,7 @@ def allocate_options(config: Config, options: CompatOptions) -> tuple[AllocateOp
         raise CompatError(f"imex.channelIDs: {exc}") from exc
     control = tuple(path for path in CONTROL_NODES if options.node_exists(path))
     allocate = AllocateOptions.from_config(
-        config, imex_channels=channels, control_nodes=control, pipeline=(nvidia_answer,)
+        config, imex_channels=channels, control_nodes=control, pipeline=(nvidia_answer,) if nvidia_answers else None
     )
     return allocate, warnings
 

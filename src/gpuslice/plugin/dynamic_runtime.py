@@ -8,17 +8,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuslice.allocation import AllocateOptions, WholeGpuRule
+from gpuslice.allocation import AllocateOptions, Allocator, DynamicAllocator, StaticAllocator, WholeGpuRule
 from gpuslice.discovery import Backend, MigControl
 from gpuslice.gpu import Node
-from gpuslice.plugin.dynamic_service import DynamicResourceService
 from gpuslice.plugin.pod_resources_watch import (
     ADMISSION_GRACE_S,
     POLL_INTERVAL_S,
     PodResourcesClient,
     ReleaseWatcher,
 )
-from gpuslice.plugin.service import PluginObserver, ResourceService
 from gpuslice.sharing import HealthStore, Resource, SharingPlan
 from gpuslice.sharing.dynamic.checkpoint import FILE_NAME, MigCheckpoint
 from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry, is_slot_id
@@ -46,7 +44,7 @@ class DynamicMigRuntime:
     """Resumes the geometry before serving, watches pod-resources while serving, and builds the services.
 
     Call `start()` before the servers start (it resumes from the checkpoint or rebuilds it) and `stop()`
-    after they stop. `service_for` is the PluginManager's service factory.
+    after they stop. `allocator_for` is the PluginManager's allocator factory.
     """
 
     def __init__(
@@ -98,18 +96,17 @@ class DynamicMigRuntime:
         self.watcher.stop()
         self.client.close()
 
-    def service_for(
+    def allocator_for(
         self,
         resource: Resource,
         health: HealthStore,
         options: AllocateOptions | None = None,
         whole_gpu_rule: WholeGpuRule | None = None,
-        observer: PluginObserver | None = None,
-    ) -> ResourceService:
-        """A DynamicResourceService for a resource with placements, the usual service otherwise."""
+    ) -> Allocator:
+        """A DynamicAllocator for a resource with placements, the static one otherwise."""
         if resource.name in self.geometry.resource_names:
-            return DynamicResourceService(resource, health, self.dynamic, options, whole_gpu_rule, observer)
-        return ResourceService(resource, health, options, whole_gpu_rule, observer)
+            return DynamicAllocator(resource, health, self.dynamic, options, whole_gpu_rule)
+        return StaticAllocator(resource, health, options, whole_gpu_rule)
 
 
 class DynamicMigUnavailable(ValueError):
