@@ -10,14 +10,14 @@ from typing import Any
 
 from gpuslice.discovery import Backend, FakeBackend, load_node_spec, parse_node_spec
 from gpuslice.kubelet import MockKubelet
-from gpuslice.plugin.app import PluginApp, PluginOptions
+from gpuslice.plugin.app import AppOptions, PluginApp
 
 WAIT_S = 10.0
 _CONFIG_FILES = itertools.count()
 TEST_WORKERS = 8
 
 
-def plugin_options(workdir: Path, config: str = "", kubelet: MockKubelet | None = None, **fields: Any) -> PluginOptions:
+def plugin_options(workdir: Path, config: str = "", kubelet: MockKubelet | None = None, **fields: Any) -> AppOptions:
     """Options of a fake-backend plugin whose config file is `config` (written to `workdir`), registering
     with `kubelet` when given; plain answers (gpuslice's pipeline) and TEST_WORKERS unless `fields` say."""
     config_file = workdir / f"config-{next(_CONFIG_FILES)}.yaml"  # one per app: a test may start several
@@ -33,7 +33,7 @@ def plugin_options(workdir: Path, config: str = "", kubelet: MockKubelet | None 
         "nvidia_answers": False,
         "workers": TEST_WORKERS,
     }
-    return PluginOptions(**(defaults | fields))
+    return AppOptions(**(defaults | fields))
 
 
 def fake_backend(

@@ -1,4 +1,6 @@
-"""Allocation: Allocate and GetPreferredAllocation as pure functions with typed errors."""
+"""Allocation: the Allocator protocol (static and dynamic MIG), Allocate and GetPreferredAllocation as pure
+functions with typed errors, NVIDIA's answer pipeline and CDI specs. Front ends import from here only
+(CDI specs excepted: allocation.cdi)."""
 
 from gpuslice.allocation.allocate import (
     CONTROL_DEVICE_NODES,
@@ -27,6 +29,7 @@ from gpuslice.allocation.errors import (
     DuplicateDevice,
     EmptyRequest,
     IdTooLong,
+    ImexChannelMissing,
     NotEnoughDevices,
     PlacementUnavailable,
     RequestTooLarge,
@@ -34,6 +37,7 @@ from gpuslice.allocation.errors import (
     UnhealthyDevice,
     UnknownDevice,
 )
+from gpuslice.allocation.mps_edits import MpsConfigError, daemon_settings
 from gpuslice.allocation.options import DEFAULT_OPTIONS, AllocateOptions, AllocationContext, EditStep
 from gpuslice.allocation.preferred import (
     WholeGpuRule,
@@ -43,6 +47,7 @@ from gpuslice.allocation.preferred import (
     uses_whole_gpu_rule,
     whole_gpu_rule_for,
 )
+from gpuslice.allocation.strategies import nvidia_answer, select_imex_channels
 
 __all__ = [
     "CONTROL_DEVICE_NODES",
@@ -63,7 +68,9 @@ __all__ = [
     "EditStep",
     "EmptyRequest",
     "IdTooLong",
+    "ImexChannelMissing",
     "Mount",
+    "MpsConfigError",
     "NotEnoughDevices",
     "PlacementUnavailable",
     "RequestTooLarge",
@@ -75,11 +82,14 @@ __all__ = [
     "allocate",
     "allocate_container",
     "combine",
+    "daemon_settings",
     "device_nodes_step",
     "in_advertised_order",
+    "nvidia_answer",
     "pipeline_steps",
     "preferred_allocation",
     "preferred_shared",
+    "select_imex_channels",
     "uses_whole_gpu_rule",
     "validate_request",
     "visible_devices_step",

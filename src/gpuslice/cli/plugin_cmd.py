@@ -13,7 +13,7 @@ from gpuslice.allocation.cdi import DEFAULT_CDI_DIR
 from gpuslice.config import PLUGIN_FLAGS, ConfigError, coerce, overrides_from_env
 from gpuslice.mps import MpsStartError
 from gpuslice.plugin import PluginStartError, RegistrationError
-from gpuslice.plugin.app import PluginApp, PluginOptions
+from gpuslice.plugin.app import AppOptions, PluginApp
 from gpuslice.plugin.compat import CompatError
 from gpuslice.plugin.logs import LOG_FORMATS, configure_logging
 from gpuslice.plugin.run import SetupError
@@ -135,7 +135,7 @@ def plugin(
     configure_logging(log_format, verbosity, node_name, level=level)  # type: ignore[arg-type]
     log = logging.getLogger("gpuslice.plugin")
     try:
-        options = PluginOptions(
+        options = AppOptions(
             backend=backend,
             node_spec=node_spec,
             config_file=config_file,

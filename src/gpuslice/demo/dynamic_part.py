@@ -8,12 +8,12 @@ from pathlib import Path
 
 from gpuslice.discovery import FakeBackend, RecordingMigControl, parse_node_spec
 from gpuslice.kubelet import MockKubelet, ResourceView
-from gpuslice.plugin.app import PluginApp, PluginOptions
+from gpuslice.plugin.app import AppOptions, PluginApp
 from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime
 from gpuslice.sharing import Isolation, Resource
 
 WAIT_S = 10.0
-_LABEL = 14  # the walkthrough's label column
+LABEL_COLUMN = 14  # the walkthrough's label column
 NODE_SPEC = {
     "name": "gpuslice-h100-dynamic",
     "gpus": [
@@ -59,7 +59,7 @@ def run_dynamic_part(directory: Path) -> DynamicMigPart:
     config_file = directory / "config.yaml"
     config_file.write_text(CONFIG)
     with MockKubelet(directory, checkpoint_enabled=False) as kubelet:
-        options = PluginOptions(
+        options = AppOptions(
             backend="fake",
             config_file=str(config_file),
             kubelet_socket=str(kubelet.socket_path),
@@ -153,28 +153,29 @@ def render_dynamic_lines(number: int, part: DynamicMigPart) -> list[str]:
     counts = ", ".join(f"{name} {count}" for name, count in part.advertised.items())
     env = [f"{key}={value}" for key, value in sorted(part.envs.items())]
     seen = [
-        _row("kubelet sees", f"{step.what}: " + ", ".join(f"{n} {c}" for n, c in step.allocatable.items()))
+        row("kubelet sees", f"{step.what}: " + ", ".join(f"{n} {c}" for n, c in step.allocatable.items()))
         for step in part.steps
     ]
     visible = part.envs.get("NVIDIA_VISIBLE_DEVICES", "")
     return [
         f"{number}. Dynamic MIG: instances carved on demand",
-        _row("mode", "mig (dynamic)"),
-        _row("node", part.node),
-        _row("config", part.config),
-        _row("advertised", f"{sum(part.advertised.values())} placements, one resource per profile: {counts}"),
+        row("mode", "mig (dynamic)"),
+        row("node", part.node),
+        row("config", part.config),
+        row("advertised", f"{sum(part.advertised.values())} placements, one resource per profile: {counts}"),
         *seen[:1],
-        _row("allocation", f"pod {part.pod} asks for {part.request}"),
-        _row("device", part.device_id, 5),
-        _row("created", part.created, 5),
-        *(_row("env" if i == 0 else "", item, 5) for i, item in enumerate(env)),
-        *(_row("device nodes" if i == 0 else "", node, 5) for i, node in enumerate(part.device_nodes)),
+        row("allocation", f"pod {part.pod} asks for {part.request}"),
+        row("device", part.device_id, 5),
+        row("created", part.created, 5),
+        *(row("env" if i == 0 else "", item, 5) for i, item in enumerate(env)),
+        *(row("device nodes" if i == 0 else "", node, 5) for i, node in enumerate(part.device_nodes)),
         *seen[1:2],
-        _row("release", f"pod {part.pod} deleted; the plugin saw it leave pod-resources and destroyed {visible}"),
+        row("release", f"pod {part.pod} deleted; the plugin saw it leave pod-resources and destroyed {visible}"),
         *seen[2:],
-        _row("isolation", f"{Isolation.MIG.summary}: {Isolation.MIG.why}"),
+        row("isolation", f"{Isolation.MIG.summary}: {Isolation.MIG.why}"),
     ]
 
 
-def _row(label: str, value: str, indent: int = 3) -> str:
-    return f"{' ' * indent}{label:<{_LABEL}}{value}"
+def row(label: str, value: str, indent: int = 3) -> str:
+    """One line of the walkthrough's two-column layout."""
+    return f"{' ' * indent}{label:<{LABEL_COLUMN}}{value}"

@@ -13,16 +13,15 @@ from typing import Any
 
 import grpc
 
-from gpuslice.demo.dynamic_part import DynamicMigPart, run_dynamic_part
+from gpuslice.demo.dynamic_part import WAIT_S, DynamicMigPart, run_dynamic_part
 from gpuslice.discovery import load_node_spec
 from gpuslice.gpu import Node
 from gpuslice.kubelet import ContainerAllocation, MockKubelet
 from gpuslice.plugin import PluginManager
-from gpuslice.plugin.app import PluginApp, PluginOptions
+from gpuslice.plugin.app import AppOptions, PluginApp
 from gpuslice.sharing import Resource
 from gpuslice.wire import deviceplugin_pb2
 
-WAIT_S = 10.0
 _SHORT_TEMP_LIMIT = 40  # keep "<temp>/gs-demo-xxxxxxxx/timeslice/<socket>" well under 107 bytes
 
 
@@ -146,7 +145,7 @@ def _running(scenario: Scenario, directory: Path) -> Iterator[tuple[MockKubelet,
     directory.mkdir(parents=True, exist_ok=True)
     config_file.write_text(scenario.config_yaml)
     with MockKubelet(directory, checkpoint_enabled=False) as kubelet:
-        options = PluginOptions(
+        options = AppOptions(
             backend="fake",
             node_spec=f"preset:{scenario.preset}",
             config_file=str(config_file),

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from gpuslice.discovery.capabilities import HealthSource, MigControl, Prober
-from gpuslice.discovery.health_file import POLL_INTERVAL_S, HealthFileSource
+from gpuslice.discovery.health_file import HEALTH_FILE_POLL_S, HealthFileSource
 from gpuslice.discovery.mig_recording import RecordingMigControl
 from gpuslice.discovery.nodespec import NodeSpec, load_node_spec
 from gpuslice.gpu import Node
@@ -27,7 +27,7 @@ class Backend(Protocol):
         """Return the node as it is now."""
         ...
 
-    def health_source(self, poll_interval_s: float = POLL_INTERVAL_S) -> HealthSource | None:
+    def health_source(self, poll_interval_s: float = HEALTH_FILE_POLL_S) -> HealthSource | None:
         """Where health events come from (polled every `poll_interval_s` where it polls); None: no events."""
         return None
 
@@ -68,7 +68,7 @@ class FakeBackend(Backend):
     def discover(self) -> Node:
         return self.spec.node
 
-    def health_source(self, poll_interval_s: float = POLL_INTERVAL_S) -> HealthSource | None:
+    def health_source(self, poll_interval_s: float = HEALTH_FILE_POLL_S) -> HealthSource | None:
         path = self.spec.health_events
         return HealthFileSource(path, poll_interval_s) if path is not None else None
 

@@ -12,16 +12,15 @@ from typing import Any, Self
 
 from gpuslice.allocation.cdi import DEFAULT_CDI_DIR
 from gpuslice.discovery import Backend
-from gpuslice.discovery.health_file import POLL_INTERVAL_S as HEALTH_FILE_POLL_S
+from gpuslice.discovery.health_file import HEALTH_FILE_POLL_S
 from gpuslice.gpu import Node
 from gpuslice.mps import MpsControl
 from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
-from gpuslice.plugin.kubelet_watch import POLL_INTERVAL_S as KUBELET_POLL_S
+from gpuslice.plugin.kubelet_watch import KUBELET_POLL_S
 from gpuslice.plugin.lifecycle import PluginRuntime, build_runtime, run_until_signalled
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.metrics import PluginMetrics
-from gpuslice.plugin.pod_resources_watch import ADMISSION_GRACE_S, pod_resources_socket
-from gpuslice.plugin.pod_resources_watch import POLL_INTERVAL_S as RELEASE_POLL_S
+from gpuslice.plugin.pod_resources_watch import ADMISSION_GRACE_S, RELEASE_POLL_S, pod_resources_socket
 from gpuslice.plugin.reload import KEEP_SOURCE, ConfigReloader, ConfigSource, KeepSource
 from gpuslice.plugin.run import PluginSetup, build_manager, prepare
 from gpuslice.plugin.server import DEFAULT_WORKERS
@@ -34,7 +33,7 @@ log = logging.getLogger("gpuslice.plugin")
 
 
 @dataclass(frozen=True)
-class PluginOptions:
+class AppOptions:
     """What one plugin process is told (the CLI's flags and env vars, parsed); each default once, here."""
 
     backend: str = "auto"  # auto | nvml | hostpath | fake
@@ -85,7 +84,7 @@ class PluginApp:
 
     def __init__(
         self,
-        options: PluginOptions,
+        options: AppOptions,
         *,
         backend: Backend | None = None,
         mps_control: MpsControl | None = None,

@@ -10,10 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuslice.allocation import AllocateOptions
+from gpuslice.allocation import AllocateOptions, ImexChannelMissing, nvidia_answer, select_imex_channels
 from gpuslice.allocation.cdi import CONTROL_NODES, DEFAULT_CDI_DIR, CdiError, write_node_specs
-from gpuslice.allocation.errors import ImexChannelMissing
-from gpuslice.allocation.strategies import nvidia_answer, select_imex_channels
 from gpuslice.config import Config
 from gpuslice.gpu import Node
 from gpuslice.mps import DEFAULT_CONTROL_COMMAND, CommandControl, MpsControl, MpsManager

@@ -13,7 +13,7 @@ from gpuslice.discovery import Backend, MigControl
 from gpuslice.gpu import Node
 from gpuslice.plugin.pod_resources_watch import (
     ADMISSION_GRACE_S,
-    POLL_INTERVAL_S,
+    RELEASE_POLL_S,
     PodResourcesClient,
     ReleaseWatcher,
 )
@@ -31,7 +31,7 @@ class DynamicMigSettings:
 
     pod_resources_socket: Path
     checkpoint_path: Path
-    poll_interval_s: float = POLL_INTERVAL_S
+    poll_interval_s: float = RELEASE_POLL_S
     admission_grace_s: float = ADMISSION_GRACE_S
 
     @classmethod

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from gpuslice.discovery import Backend, HealthSource, Prober, XidEvent
-from gpuslice.discovery.health_file import POLL_INTERVAL_S, HealthRecord, ProbePassed
+from gpuslice.discovery.health_file import HEALTH_FILE_POLL_S, HealthRecord, ProbePassed
 from gpuslice.gpu import Node
 from gpuslice.health import (
     EventOutcome,
@@ -179,7 +179,7 @@ def build_health_loop(
     xids: XidPolicy,
     recovery_enabled: bool,
     observer: HealthObserver | None = None,
-    poll_interval_s: float = POLL_INTERVAL_S,
+    poll_interval_s: float = HEALTH_FILE_POLL_S,
 ) -> HealthLoop:
     """The health loop for a backend and the node it discovered (the same node the store was built from)."""
     prober = backend.prober()

@@ -12,11 +12,11 @@ from typing import Protocol
 
 from gpuslice.config import Config
 from gpuslice.discovery import Backend
-from gpuslice.discovery.health_file import POLL_INTERVAL_S as HEALTH_FILE_POLL_S
+from gpuslice.discovery.health_file import HEALTH_FILE_POLL_S
 from gpuslice.gpu import Node
 from gpuslice.health import xid_policy_from_env
 from gpuslice.plugin.health_loop import HealthLoop, build_health_loop
-from gpuslice.plugin.kubelet_watch import POLL_INTERVAL_S, KubeletWatcher
+from gpuslice.plugin.kubelet_watch import KUBELET_POLL_S, KubeletWatcher
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.metrics import MetricsServer, PluginMetrics
 from gpuslice.plugin.server import PluginStartError
@@ -62,7 +62,7 @@ class PluginRuntime:
         metrics: PluginMetrics | None = None,
         metrics_port: int | None = None,
         metrics_address: str = "",
-        poll_interval_s: float = POLL_INTERVAL_S,
+        poll_interval_s: float = KUBELET_POLL_S,
     ) -> None:
         self.manager = manager
         self.health_loop = health_loop
@@ -165,7 +165,7 @@ def build_runtime(
     metrics_port: int | None = None,
     metrics_address: str = "",
     health_poll_s: float = HEALTH_FILE_POLL_S,
-    kubelet_poll_s: float = POLL_INTERVAL_S,
+    kubelet_poll_s: float = KUBELET_POLL_S,
 ) -> PluginRuntime:
     """The runtime of `gpuslice plugin`: the backend's health source under the DP_*_HEALTHCHECKS rules from
     `environ`, recovery as `gpuslice.healthRecovery` says, and metrics on `metrics_port` when given.

@@ -6,8 +6,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from gpuslice.allocation import AllocateOptions
-from gpuslice.allocation.mps_edits import MpsConfigError, daemon_settings
+from gpuslice.allocation import AllocateOptions, MpsConfigError, daemon_settings
 from gpuslice.config import Config
 from gpuslice.discovery import Backend
 from gpuslice.gpu import Node

@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpuslice.config import Config, SharingRule, effective_sharing
-from gpuslice.config.validate import EffectiveSharing
+from gpuslice.config.validate import SHARED_SUFFIX, EffectiveSharing
 from gpuslice.gpu import Gpu, MigInstance, Node
 from gpuslice.sharing.bases import GPU_RESOURCE, BaseResource, base_resources, mig_resource_name
 from gpuslice.sharing.ids import InvalidDeviceReference, parse_device_reference, replica_id, resolve_reference
 from gpuslice.sharing.model import AdvertisedDevice, Resource, SharingError, SharingPlan
-
-SHARED_SUFFIX = ".shared"
 
 _Physical = tuple[Gpu, MigInstance | None]
 _Claim = tuple[str, int]  # advertised name, replicas

@@ -58,7 +58,7 @@ def cuda_version_text(version: int) -> str:
 
 
 def mig_profile_name(gi_slices: int, ci_slices: int, memory_mib: int, total_memory_mib: int) -> str:
-    """NVIDIA's profile name from slice counts and memory (nvidia-compat.md §4.3), for unknown profile ids."""
+    """NVIDIA's profile name for unknown profile ids: memory rounded up to eighths of the GPU, in GB."""
     total_bytes = total_memory_mib * MIB
     gb = round(math.ceil(memory_mib * MIB / total_bytes * 8) / 8 * math.ceil(total_bytes / (1 << 30)))
     name = f"{gi_slices}g.{gb}gb"
