@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gpuslice.discovery import Backend, FakeBackend, load_node_spec, parse_node_spec
+from gpuslice.discovery import Backend, FakeBackend, MigControl, NodeSpec, load_node_spec, parse_node_spec
+from gpuslice.gpu import Node
 from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin.app import AppOptions, PluginApp
 
@@ -36,10 +37,25 @@ def plugin_options(workdir: Path, config: str = "", kubelet: MockKubelet | None 
     return AppOptions(**(defaults | fields))
 
 
+class ControlledFakeBackend(FakeBackend):
+    """A fake backend whose MIG control is one the test holds (and keeps across plugin restarts)."""
+
+    def __init__(self, spec: NodeSpec, control: MigControl) -> None:
+        super().__init__(spec)
+        self.control = control
+
+    def mig_control(self, node: Node) -> MigControl | None:
+        return self.control
+
+
 def fake_backend(
-    spec: str | Mapping[str, Any] = "preset:h100x4", workdir: Path | None = None, health_events: Path | None = None
+    spec: str | Mapping[str, Any] = "preset:h100x4",
+    workdir: Path | None = None,
+    health_events: Path | None = None,
+    mig_control: MigControl | None = None,
 ) -> FakeBackend:
-    """A fake backend from a preset ref, a node-spec mapping, or YAML text (written to `workdir`)."""
+    """A fake backend from a preset ref, a node-spec mapping, or YAML text (written to `workdir`); with
+    `mig_control`, that control creates its MIG devices."""
     if isinstance(spec, Mapping):
         node_spec = parse_node_spec(dict(spec), source="<test>")
     elif "\n" in spec and workdir is not None:  # YAML text: from a file, so relative paths resolve
@@ -50,6 +66,8 @@ def fake_backend(
         node_spec = load_node_spec(spec)
     if health_events is not None:
         node_spec = dataclasses.replace(node_spec, health_events=health_events)
+    if mig_control is not None:
+        return ControlledFakeBackend(node_spec, mig_control)
     return FakeBackend(node_spec)
 
 

@@ -24,6 +24,7 @@ from gpuslice.plugin.pod_resources_watch import ADMISSION_GRACE_S, RELEASE_POLL_
 from gpuslice.plugin.reload import KEEP_SOURCE, ConfigReloader, ConfigSource, KeepSource
 from gpuslice.plugin.run import PluginSetup, build_manager, prepare
 from gpuslice.plugin.server import DEFAULT_WORKERS
+from gpuslice.plugin.service import PluginObserver
 from gpuslice.plugin.upkeep import NodeUpkeep, ServedConfig, compat_options, served_config
 from gpuslice.sharing import SharingPlan
 from gpuslice.sharing.dynamic.checkpoint import FILE_NAME as MIG_CHECKPOINT_FILE
@@ -89,8 +90,11 @@ class PluginApp:
         backend: Backend | None = None,
         mps_control: MpsControl | None = None,
         metrics: PluginMetrics | None = None,
+        observer: PluginObserver | None = None,
         on_reload: Callable[[ServedConfig], None] | None = None,
     ) -> None:
+        """`backend` replaces the one `options.backend` names; `mps_control` the MPS control program;
+        `observer` hears of allocations and streams instead of `metrics` (benchmarks time the handler)."""
         self.options = options
         self.metrics = metrics or PluginMetrics()
         self.setup: PluginSetup = prepare(
@@ -117,7 +121,7 @@ class PluginApp:
             options.kubelet_socket or None,
             options.plugin_dir,
             dynamic_settings=dynamic,
-            observer=self.metrics,
+            observer=observer or self.metrics,
             options=served.allocate_options,
             workers=options.workers,
         )
