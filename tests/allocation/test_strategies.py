@@ -16,7 +16,7 @@ from gpuslice.allocation.strategies import (
 )
 from gpuslice.config import parse_config_text
 from gpuslice.sharing import Resource
-from tests.allocation.helpers import MIXED_MIG, TIME_SLICED, resource_for
+from tests.support.resources import MIXED_MIG, TIME_SLICED, resource_for
 
 VOLUMES = "/var/run/nvidia-container-devices"
 FIXED_UUID = "00000000-0000-4000-8000-000000000000"

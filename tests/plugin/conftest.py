@@ -15,8 +15,8 @@ from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin import PluginManager
 from gpuslice.plugin.app import PluginApp
 from gpuslice.sharing import Resource
-from tests.health.support import Stack, stop_stack
 from tests.support.plugin import build_app, wait_listed
+from tests.support.stack import Stack, stop_stack
 
 OUR_THREAD_PREFIXES = ("gpuslice-", "kubelet-")
 WAIT_S = 10.0
@@ -40,7 +40,7 @@ def no_leaked_threads() -> Iterator[None]:
 
 @pytest.fixture
 def stacks(workdir: Path) -> Iterator[list[Stack]]:  # needs workdir so that it is stopped before the dir goes
-    """Stacks (tests.health.support) a test started; each is stopped at the end."""
+    """Stacks (tests.support.stack) a test started; each is stopped at the end."""
     started: list[Stack] = []
     yield started
     for stack in started:
