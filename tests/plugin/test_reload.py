@@ -73,6 +73,25 @@ def test_only_the_changed_resource_registers_again(kubelet: MockKubelet, workdir
     assert kubelet.admit_one("pod", "nvidia.com/mig-1g.10gb").device_ids[0].endswith("::0")
 
 
+def test_a_new_config_source_applies_as_sighup_does_and_stays_the_source(
+    kubelet: MockKubelet, workdir: Path, running: list[Running]
+) -> None:
+    plugin = start(running, kubelet, workdir, MIG_SPEC, MIXED)
+    assert kubelet.wait_for(resource="nvidia.com/mig-1g.10gb", allocatable=4, timeout=WAIT_S)
+    per_node = workdir / "per-node.yaml"
+    per_node.write_text(SHARE_1G)
+    assert plugin.app.reload(per_node)  # a node-label watch picking another config calls this
+    assert kubelet.wait_for(resource="nvidia.com/mig-1g.10gb", allocatable=12, min_registrations=2, timeout=WAIT_S)
+    assert plugin.reloader.config_source == per_node
+    broken = workdir / "broken.yaml"
+    broken.write_text(INVALID)
+    assert not plugin.app.reload(broken), "a bad new source is refused"
+    assert plugin.reloader.config_source == per_node, "and the source stays the one that serves"
+    per_node.write_text(MIXED)
+    assert plugin.app.reload(), "SIGHUP now re-reads the new source"
+    assert kubelet.wait_for(resource="nvidia.com/mig-1g.10gb", allocatable=4, min_registrations=3, timeout=WAIT_S)
+
+
 def test_an_invalid_config_is_refused_and_the_old_one_keeps_serving(
     kubelet: MockKubelet, workdir: Path, running: list[Running], caplog: pytest.LogCaptureFixture
 ) -> None:
