@@ -95,6 +95,12 @@ def nvidia_overrides(values: Mapping[str, str | None], environ: Mapping[str, str
     default=None,
     help="Serve /metrics, /healthz and /readyz on this port (0: any free port) [default: off].",
 )
+@click.option(
+    "--metrics-address",
+    envvar="METRICS_ADDRESS",
+    default="",
+    help="Bind /metrics, /healthz and /readyz to this address (127.0.0.1, a pod IP, ::) [default: every address].",
+)
 @click.option("--log-format", envvar="LOG_FORMAT", type=click.Choice(LOG_FORMATS), default="klog", show_default=True)
 @click.option(
     "-v",
@@ -129,6 +135,7 @@ def plugin(
     mig_checkpoint: str | None,
     log_level: str,
     metrics_port: int | None,
+    metrics_address: str,
     log_format: str,
     verbosity: int,
     cdi_spec_dir: str,
@@ -173,7 +180,14 @@ def plugin(
         )
     try:
         runtime = build_runtime(
-            manager, setup.backend, setup.node, setup.config, os.environ, metrics=metrics, metrics_port=metrics_port
+            manager,
+            setup.backend,
+            setup.node,
+            setup.config,
+            os.environ,
+            metrics=metrics,
+            metrics_port=metrics_port,
+            metrics_address=metrics_address,
         )
         runtime.add_shutdown_hook(reloader.stop)  # MPS daemons quit after the servers are down
         reloader.start_extras()  # CDI spec and MPS daemons before anything is served, as NVIDIA does

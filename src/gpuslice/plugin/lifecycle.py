@@ -19,6 +19,7 @@ from gpuslice.plugin.kubelet_watch import POLL_INTERVAL_S, KubeletWatcher
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.metrics import MetricsServer, PluginMetrics
 from gpuslice.plugin.server import PluginStartError
+from gpuslice.plugin.serving_probe import probe_serving
 
 log = logging.getLogger("gpuslice.plugin")
 
@@ -137,10 +138,10 @@ class PluginRuntime:
         return True, "ok"
 
     def alive(self) -> tuple[bool, str]:
-        """/healthz: the background threads that must run are running."""
+        """/healthz: the background threads that must run are running, and every gRPC server answers."""
         if self.health_loop is not None and not self.health_loop.alive:
             return False, "health loop stopped"
-        return True, "ok"
+        return probe_serving(server.socket_path for server in self.manager.servers if server.serving)
 
     def resources_expected(self) -> bool:
         return bool(self.manager.resources)
@@ -161,16 +162,20 @@ def build_runtime(
     *,
     metrics: PluginMetrics | None = None,
     metrics_port: int | None = None,
+    metrics_address: str = "",
 ) -> PluginRuntime:
     """The runtime of `gpuslice plugin`: the backend's health source under the DP_*_HEALTHCHECKS rules from
     `environ`, recovery as `gpuslice.healthRecovery` says, and metrics on `metrics_port` when given.
 
     Pass the same `metrics` that the manager got as its observer, so allocations and streams are counted.
+    `metrics_address`: the address to bind ("" is every address).
     """
     metrics = metrics or PluginMetrics()
     xids = xid_policy_from_env(environ)
     loop = build_health_loop(backend, node, manager.health, xids, config.gpuslice.health_recovery, metrics)
-    return PluginRuntime(manager, health_loop=loop, metrics=metrics, metrics_port=metrics_port)
+    return PluginRuntime(
+        manager, health_loop=loop, metrics=metrics, metrics_port=metrics_port, metrics_address=metrics_address
+    )
 
 
 def run_until_signalled(
