@@ -19,7 +19,7 @@ ACCESS_KINDS = [
     "ClusterRole",
     "ClusterRoleBinding",
 ]
-EXPECTED_KINDS = sorted([*ACCESS_KINDS, "ConfigMap", "Service", "DaemonSet", "DaemonSet"])
+EXPECTED_KINDS = sorted([*ACCESS_KINDS, "ConfigMap", "Service", "NetworkPolicy", "DaemonSet", "DaemonSet"])
 
 
 def test_every_kustomization_is_tested() -> None:

@@ -100,3 +100,18 @@ def test_plugin_scheduling_conventions(rendered: dict[str, list[dict[str, Any]]]
     ]
     writer = _daemonset(rendered, target, LABEL_WRITER)["spec"]["template"]["spec"]
     assert writer["affinity"] == pod["affinity"] and writer["tolerations"] == pod["tolerations"]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_only_the_scraper_reaches_the_metrics_port(rendered: dict[str, list[dict[str, Any]]], target: str) -> None:
+    policy = find(rendered[target], "NetworkPolicy", "gpuslice-metrics")
+    daemonset = _daemonset(rendered, target, PLUGIN)
+    pod_labels = daemonset["spec"]["template"]["metadata"]["labels"]
+    spec = policy["spec"]
+    assert spec["podSelector"]["matchLabels"].items() <= pod_labels.items(), "selects the plugin pods"
+    assert spec["policyTypes"] == ["Ingress"]
+    (rule,) = spec["ingress"]
+    ports = {p["name"]: p["containerPort"] for p in container(daemonset)["ports"]}
+    assert rule["ports"] == [{"port": "metrics", "protocol": "TCP"}] and "metrics" in ports
+    (source,) = rule["from"]  # one peer that needs both selectors: never an allow-all
+    assert source["namespaceSelector"]["matchLabels"] and source["podSelector"]["matchLabels"]
