@@ -19,15 +19,18 @@ HALF_SENT = b"GET /metrics HTTP/1.1\r\nHost: x\r\n"
 @pytest.fixture
 def server() -> Iterator[MetricsServer]:
     running = MetricsServer(
-        PluginMetrics(), 0, "127.0.0.1", limits=HttpLimits(max_connections=8, request_timeout_s=TIMEOUT_S)
+        PluginMetrics(),
+        0,
+        "127.0.0.1",
+        limits=HttpLimits(max_connections=8, max_per_client=6, request_timeout_s=TIMEOUT_S),
     )
     running.start()
     yield running
     running.stop()
 
 
-def connect(server: MetricsServer, data: bytes = HALF_SENT) -> socket.socket:
-    conn = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+def connect(server: MetricsServer, data: bytes = HALF_SENT, client: str = "127.0.0.1") -> socket.socket:
+    conn = socket.create_connection(("127.0.0.1", server.port), timeout=10, source_address=(client, 0))
     if data:
         conn.sendall(data)
     return conn
@@ -49,7 +52,7 @@ def get(server: MetricsServer, path: str = "/healthz") -> bytes:
 def test_idle_half_sent_connections_cost_no_threads_and_are_dropped(server: MetricsServer) -> None:
     threads = threading.active_count()
     started = time.monotonic()
-    idle = [connect(server) for _ in range(8)]
+    idle = [connect(server, client=f"127.0.0.{2 + n % 2}") for n in range(8)]
     time.sleep(0.1)
     assert threading.active_count() <= threads + 1, "no thread per connection"
     assert server.http.open_connections == 8
@@ -72,12 +75,22 @@ def test_a_client_trickling_bytes_is_dropped_at_the_deadline(server: MetricsServ
 
 
 def test_connections_over_the_cap_are_refused_at_once(server: MetricsServer) -> None:
-    held = [connect(server) for _ in range(8)]
+    held = [connect(server, client=f"127.0.0.{2 + n % 2}") for n in range(8)]
     time.sleep(0.1)
     started = time.monotonic()
-    assert answer(connect(server, b"")).startswith(b"HTTP/1.1 503 ")
+    assert answer(connect(server, b"", client="127.0.0.4")).startswith(b"HTTP/1.1 503 ")
     assert time.monotonic() - started < TIMEOUT_S, "refused, not queued"
     assert server.http.refused == 1
+    for conn in held:
+        conn.close()
+
+
+def test_one_client_cannot_take_every_slot(server: MetricsServer) -> None:
+    held = [connect(server, client="127.0.0.2") for _ in range(6)]
+    time.sleep(0.1)
+    assert answer(connect(server, b"", client="127.0.0.2")).startswith(b"HTTP/1.1 503 ")
+    reply = answer(connect(server, b"GET /healthz HTTP/1.1\r\n\r\n", client="127.0.0.3"))
+    assert reply.startswith(b"HTTP/1.1 200 "), "another client (the kubelet's probe) still gets in"
     for conn in held:
         conn.close()
 

@@ -31,14 +31,12 @@ def load_yaml(
     Raises yaml.YAMLError: syntax errors as PyYAML words them, UnsafeYaml for a bomb or a stack-breaker.
     An empty document gives (None, None).
     """
-    _check_depth(text, max_depth)
+    _check_shape(text, max_nodes, max_depth)
     loader = _Loader(text)
     try:
         root = loader.get_single_node()
         if root is None:
             return None, None
-        if _expanded_size(root, {}, max_nodes) > max_nodes:
-            raise UnsafeYaml(f"YAML expands to more than {max_nodes} nodes (aliases counted in full)")
         try:
             return loader.construct_document(root), root
         except ValueError as exc:  # int() refusing a 5,000-digit number, say: still a bad document
@@ -47,35 +45,39 @@ def load_yaml(
         loader.dispose()  # type: ignore[no-untyped-call]
 
 
-def _check_depth(text: str, max_depth: int) -> None:
-    """Walk the event stream (flat, no recursion) so nesting is refused before the recursive composer runs."""
-    depth = 0
+def _check_shape(text: str, max_nodes: int, max_depth: int) -> None:
+    """One flat pass over the event stream, before the recursive composer builds anything.
+
+    Counts the nodes the document stands for with every alias expanded (an anchor's size is known when
+    its node ends), so a bomb is refused after reading about `max_nodes` events, not after expanding.
+    """
+    nodes = 0
+    open_collections: list[tuple[str | None, int]] = []  # (anchor, node count when it started)
+    sizes: dict[str, int] = {}
     for event in yaml.parse(text, Loader=_Loader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > max_depth:
-                line = event.start_mark.line + 1 if event.start_mark is not None else 0
-                raise UnsafeYaml(f"line {line}: YAML nested deeper than {max_depth} levels")
+        if isinstance(event, yaml.AliasEvent):
+            size = sizes.get(str(event.anchor))
+            if size is None and any(anchor == event.anchor for anchor, _ in open_collections):
+                raise UnsafeYaml(f"line {_line(event)}: alias *{event.anchor} is inside the node it names")
+            nodes += size or 1  # an undefined alias: the composer reports it by name
+        elif isinstance(event, yaml.ScalarEvent):
+            nodes += 1
+            if event.anchor is not None:
+                sizes[str(event.anchor)] = 1
+        elif isinstance(event, yaml.CollectionStartEvent):
+            open_collections.append((event.anchor, nodes))
+            nodes += 1
+            if len(open_collections) > max_depth:
+                raise UnsafeYaml(f"line {_line(event)}: YAML nested deeper than {max_depth} levels")
         elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
+            anchor, before = open_collections.pop()
+            if anchor is not None:
+                sizes[str(anchor)] = nodes - before
+        if nodes > max_nodes:
+            raise UnsafeYaml(
+                f"line {_line(event)}: YAML expands to more than {max_nodes} nodes (aliases counted in full)"
+            )
 
 
-def _expanded_size(node: yaml.Node, sizes: dict[int, int], limit: int) -> int:
-    """Nodes `node` stands for with aliases expanded; memoised per node, so shared subtrees cost once to count."""
-    known = sizes.get(id(node))
-    if known is not None:
-        return known
-    sizes[id(node)] = limit + 1  # a node reached again while being counted is a cycle: count it as too big
-    total = 1
-    if isinstance(node, yaml.SequenceNode):
-        for child in node.value:
-            total += _expanded_size(child, sizes, limit)
-            if total > limit:
-                break
-    elif isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            total += _expanded_size(key, sizes, limit) + _expanded_size(value, sizes, limit)
-            if total > limit:
-                break
-    sizes[id(node)] = total
-    return total
+def _line(event: yaml.Event) -> int:
+    return event.start_mark.line + 1 if event.start_mark is not None else 0

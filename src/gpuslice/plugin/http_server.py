@@ -34,13 +34,16 @@ class HttpLimits:
     """What one client may cost. Idle or half-sent connections cost a socket and a buffer, never a thread.
 
     max_connections: open at once; one more is answered 503 and closed at once (probes and a scraper
-    need a handful). request_timeout_s: the whole request head must arrive within it from accept, so a
-    client sending a byte a second is dropped as surely as a silent one. write_timeout_s: a client that
-    does not read its answer is dropped. max_request_bytes: request line plus headers. handler_workers:
-    the threads that render /metrics and run the probes.
+    need a handful). max_per_client: open at once from one address, so that one hostile pod cannot
+    hold every slot and starve the kubelet's probes and the scraper. request_timeout_s: the whole
+    request head must arrive within it from accept, so a client sending a byte a second is dropped as
+    surely as a silent one. write_timeout_s: a client that does not read its answer is dropped.
+    max_request_bytes: request line plus headers. handler_workers: the threads that render /metrics
+    and run the probes.
     """
 
     max_connections: int = 64
+    max_per_client: int = 16
     request_timeout_s: float = 5.0
     write_timeout_s: float = 5.0
     max_request_bytes: int = 8192
@@ -65,6 +68,7 @@ class BoundedHttpServer:
         self._started = threading.Event()
         self._executor: ThreadPoolExecutor | None = None
         self._open = 0
+        self._per_client: dict[str, int] = {}
         self.refused = 0  # connections over max_connections, answered 503
         self.timed_out = 0  # connections dropped for a request head that did not arrive in time
 
@@ -123,17 +127,26 @@ class BoundedHttpServer:
             await server.wait_closed()
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._open >= self.limits.max_connections:
+        peer = writer.get_extra_info("peername")
+        client = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        from_client = self._per_client.get(client, 0)
+        if self._open >= self.limits.max_connections or from_client >= self.limits.max_per_client:
             self.refused += 1
             await self._answer(writer, 503, b"too many connections\n", _TEXT, head_only=False)
             return
         self._open += 1
+        self._per_client[client] = from_client + 1
         try:
             await self._serve_one(reader, writer)
         except (OSError, asyncio.IncompleteReadError):
             pass  # the client went away; nothing to answer
         finally:
             self._open -= 1
+            left = self._per_client[client] - 1
+            if left:
+                self._per_client[client] = left
+            else:
+                del self._per_client[client]
             writer.close()
 
     async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
