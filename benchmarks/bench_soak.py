@@ -24,6 +24,7 @@ from typing import Any
 
 import grpc
 
+from gpuslice.allocation import StaticAllocator
 from gpuslice.config import parse_config_text
 from gpuslice.discovery import load_node_spec
 from gpuslice.kubelet import MockKubelet
@@ -188,7 +189,7 @@ def _streams_in_process(workdir: Path) -> None:
     node = load_node_spec("preset:dgx-h100").node
     (resource,) = build_resources(node, parse_config_text(CONFIG).config).resources
     folder = workdir / "inproc"
-    server = ResourceServer(ResourceService(resource, HealthStore(node)), folder, max_streams=STREAMS)
+    server = ResourceServer(ResourceService(StaticAllocator(resource, HealthStore(node))), folder, max_streams=STREAMS)
     server.start()
     try:
         _streams_vs_allocate(server.socket_path, resource.devices[0].id, f"in-process server, cap {STREAMS}")
@@ -303,7 +304,7 @@ def _refuse_in_child(kind: str, path: Path) -> dict[str, Any]:
 def _refuse(kind: str, path: str) -> dict[str, Any]:
     """Run in the child: import what the plugin would, then time the refusal of `path` as a `kind` input."""
     from gpuslice.plugin.run import SetupError, prepare
-    from gpuslice.sharing.mig_checkpoint import MigCheckpointError, read_checkpoint
+    from gpuslice.sharing.dynamic.checkpoint import MigCheckpointError, read_checkpoint
 
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and exec, so it would report the parent's.
     base = _status(os.getpid(), "VmHWM") / 1024

@@ -12,7 +12,7 @@ from gpuslice.config.limits import MAX_CONFIG_BYTES, MAX_DEVICES_PER_RESOURCE, M
 from gpuslice.discovery import load_node_spec
 from gpuslice.plugin.convert import device_list
 from gpuslice.sharing import SharingError, build_resources
-from tests.fsutil.test_bounded_input import BOMB
+from tests.support.hostile import BOMB
 
 TS = "sharing:\n  timeSlicing:\n    resources:\n"
 KUBELET_MAX_MESSAGE = 4 << 20

@@ -9,7 +9,7 @@ import pytest
 
 from gpuslice.discovery import NodeSpecError, load_node_spec
 from gpuslice.discovery.nodespec import MAX_GPUS_PER_NODE, MAX_MIG_INSTANCES_PER_GPU, MAX_NODE_SPEC_BYTES
-from tests.fsutil.test_bounded_input import BOMB
+from tests.support.hostile import BOMB
 
 H100 = "model: NVIDIA H100 80GB HBM3, memory_mib: 81559, compute_capability: '9.0'"
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from gpuslice.cli.main import cli
 from gpuslice.kubelet import MockKubelet
-from tests.fsutil.test_bounded_input import BOMB
+from tests.support.hostile import BOMB
 from tests.support.process import PLUGIN_ENV, finish, plugin_process
 from tests.support.specs import h100_mig_spec
 

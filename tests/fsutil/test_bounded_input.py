@@ -10,10 +10,7 @@ import yaml
 
 from gpuslice.fsutil.safe_yaml import MAX_DEPTH, UnsafeYaml, load_yaml
 from gpuslice.fsutil.textread import InputTooLarge, NotUtf8, read_bounded_text
-
-BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{chr(98 + n)}: &{chr(98 + n)} [{', '.join(['*' + chr(97 + n)] * 10)}]\n" for n in range(8)
-)
+from tests.support.hostile import BOMB
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gpuslice.allocation import StaticAllocator
 from gpuslice.config import parse_config_text
 from gpuslice.discovery import load_node_spec
 from gpuslice.plugin.server import ResourceServer
@@ -40,7 +41,7 @@ id_lists = st.lists(device_ids, max_size=12)
 @pytest.fixture(scope="module")
 def client() -> Iterator[PluginClient]:
     with short_temp_dir() as folder:
-        server = ResourceServer(ResourceService(RESOURCE, HealthStore(NODE)), Path(folder))
+        server = ResourceServer(ResourceService(StaticAllocator(RESOURCE, HealthStore(NODE))), Path(folder))
         server.start()
         try:
             with PluginClient(server.socket_path) as plugin:

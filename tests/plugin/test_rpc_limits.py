@@ -10,6 +10,7 @@ from typing import Any
 import grpc
 import pytest
 
+from gpuslice.allocation import StaticAllocator
 from gpuslice.config import parse_config_text
 from gpuslice.discovery import load_node_spec
 from gpuslice.plugin.rpc_limits import (
@@ -31,7 +32,7 @@ ALLOCATE_DEADLINE_S = 5.0
 def server(workdir: Path) -> Iterator[ResourceServer]:
     node = load_node_spec("preset:h100x4").node
     (resource,) = build_resources(node, parse_config_text("").config).resources
-    running = ResourceServer(ResourceService(resource, HealthStore(node)), workdir)
+    running = ResourceServer(ResourceService(StaticAllocator(resource, HealthStore(node))), workdir)
     running.start()
     yield running
     running.stop()

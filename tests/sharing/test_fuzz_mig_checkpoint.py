@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuslice.sharing.mig_checkpoint import MigCheckpointError, checksum, decode, encode, read_checkpoint
-from tests.sharing.test_mig_checkpoint import NODE, held
+from gpuslice.sharing.dynamic.checkpoint import MigCheckpointError, checksum, decode, encode, read_checkpoint
 from tests.support.fuzz import json_values, mutated
+from tests.support.hostile import CHECKPOINT_NODE as NODE
+from tests.support.hostile import sample_holdings as held
 
 VALID = json.dumps(encode(held(), NODE.name), indent=1).encode()
 

@@ -7,11 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuslice.discovery.nvml_mig import RecordingMigControl
-from gpuslice.plugin.dynamic_mig import DynamicMig
-from gpuslice.sharing.dynamic_mig import DynamicMigGeometry
-from gpuslice.sharing.dynamic_plan import dynamic_resources
-from gpuslice.sharing.mig_checkpoint import (
+from gpuslice.discovery import RecordingMigControl
+from gpuslice.sharing.dynamic.checkpoint import (
     CORRUPT_SUFFIX,
     MAX_CHECKPOINT_BYTES,
     MigCheckpoint,
@@ -19,7 +16,11 @@ from gpuslice.sharing.mig_checkpoint import (
     encode,
     read_checkpoint,
 )
-from tests.sharing.test_mig_checkpoint import NODE, held
+from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry
+from gpuslice.sharing.dynamic.plan import dynamic_resources
+from gpuslice.sharing.dynamic.runtime import DynamicMig
+from tests.support.hostile import CHECKPOINT_NODE as NODE
+from tests.support.hostile import sample_holdings as held
 
 
 def _tampered() -> bytes:

@@ -14,11 +14,10 @@ import grpc
 from gpuslice.plugin.naming import socket_name
 from gpuslice.plugin.rpc_limits import MAX_STREAMS_PER_RESOURCE, RequestLimits, server_options
 from gpuslice.plugin.service import ResourceService
-from gpuslice.wire import API_VERSION, deviceplugin_grpc, deviceplugin_pb2
+from gpuslice.wire import API_VERSION, SOCKET_PATH_MAX, deviceplugin_grpc, deviceplugin_pb2
 
 log = logging.getLogger("gpuslice.plugin")
 
-SOCKET_PATH_MAX = 107  # sun_path holds 108 bytes including the terminating NUL
 # Workers for unary RPCs (Allocate, GetPreferredAllocation, the kubelet's dial-back during Register).
 # Each open ListAndWatch pins a worker of the synchronous server, so the pool holds these plus one per
 # stream the cap admits (rpc_limits.MAX_STREAMS_PER_RESOURCE): streams can never take the unary share.
