@@ -6,7 +6,6 @@ import contextlib
 import tempfile
 from pathlib import Path
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -62,13 +61,11 @@ def load_and_build(text: str) -> None:
         pass
 
 
-@pytest.mark.timeout(60)
 @given(yaml_documents(KEYS))
 def test_fuzz_config_shapes(text: str) -> None:
     load_and_build(text)
 
 
-@pytest.mark.timeout(60)
 @given(st.one_of(mutated(VALID.encode()), st.binary(max_size=512)))
 def test_fuzz_config_file_bytes(data: bytes) -> None:
     with tempfile.TemporaryDirectory(prefix="gs") as folder:

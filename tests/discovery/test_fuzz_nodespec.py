@@ -7,7 +7,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -60,13 +59,11 @@ def load_file(data: bytes) -> None:
             load_node_spec(str(path))
 
 
-@pytest.mark.timeout(60)
 @given(st.one_of(mutated(VALID.encode()), st.binary(max_size=512), yaml_documents(KEYS).map(str.encode)))
 def test_fuzz_node_spec_files(data: bytes) -> None:
     load_file(data)
 
 
-@pytest.mark.timeout(60)
 @given(
     st.one_of(
         json_values(),

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -38,8 +38,9 @@ device_ids = st.one_of(
 id_lists = st.lists(device_ids, max_size=12)
 
 
-@pytest.fixture(scope="module")
-def client() -> Iterator[PluginClient]:
+@contextmanager
+def serving() -> Iterator[PluginClient]:
+    """A real server on a real socket for the whole of one fuzzer (its examples share it)."""
     with short_temp_dir() as folder:
         server = ResourceServer(ResourceService(StaticAllocator(RESOURCE, HealthStore(NODE))), Path(folder))
         server.start()
@@ -59,13 +60,21 @@ def call(rpc: object, request: object) -> None:
         assert exc.code() in CLEAN_ERRORS, f"{exc.code()}: {exc.details()}"
 
 
-@pytest.mark.timeout(120)
-@given(st.lists(id_lists, min_size=0, max_size=4))
-def test_fuzz_allocate(client: PluginClient, containers: list[list[str]]) -> None:
-    call(client.stub.Allocate, allocate_request(*containers))
+def test_fuzz_allocate() -> None:
+    with serving() as client:
+
+        @given(st.lists(id_lists, min_size=0, max_size=4))
+        def allocate(containers: list[list[str]]) -> None:
+            call(client.stub.Allocate, allocate_request(*containers))
+
+        allocate()
 
 
-@pytest.mark.timeout(120)
-@given(id_lists, id_lists, st.integers(min_value=-3, max_value=70))
-def test_fuzz_get_preferred_allocation(client: PluginClient, available: list[str], must: list[str], size: int) -> None:
-    call(client.stub.GetPreferredAllocation, preferred_request(available, must, size))
+def test_fuzz_get_preferred_allocation() -> None:
+    with serving() as client:
+
+        @given(id_lists, id_lists, st.integers(min_value=-3, max_value=70))
+        def preferred(available: list[str], must: list[str], size: int) -> None:
+            call(client.stub.GetPreferredAllocation, preferred_request(available, must, size))
+
+        preferred()

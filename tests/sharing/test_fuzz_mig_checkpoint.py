@@ -8,7 +8,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,7 +19,6 @@ from tests.support.hostile import sample_holdings as held
 VALID = json.dumps(encode(held(), NODE.name), indent=1).encode()
 
 
-@pytest.mark.timeout(60)
 @given(st.one_of(mutated(VALID), st.binary(max_size=512)))
 def test_fuzz_checkpoint_files(data: bytes) -> None:
     with tempfile.TemporaryDirectory(prefix="gs") as folder:
@@ -30,7 +28,6 @@ def test_fuzz_checkpoint_files(data: bytes) -> None:
             read_checkpoint(path, NODE.name)
 
 
-@pytest.mark.timeout(60)
 @given(
     st.lists(
         st.dictionaries(
