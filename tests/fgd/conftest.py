@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from gpuslice.sim.openb.engine import Workload
-from gpuslice.sim.openb.trace import TraceError, load_trace, resolve_trace_dir
+from gpuslice.fgd.engine import Workload
+from gpuslice.fgd.trace import OpenbTraceError, load_trace, resolve_trace_dir
 
 
 @pytest.fixture(scope="session")
 def trace_dir():  # type: ignore[no-untyped-def]
     try:
         return resolve_trace_dir()
-    except TraceError as error:
+    except OpenbTraceError as error:
         pytest.skip(f"openb trace not available: {error}")
 
 

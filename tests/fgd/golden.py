@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpuslice.sim.openb.engine import Workload, simulate
-from gpuslice.sim.openb.metrics import record_of
+from gpuslice.fgd.engine import Workload, simulate
+from gpuslice.fgd.metrics import record_of
 
 GOLDEN_FILE = Path(__file__).with_name("golden_openb_default.json")
 # FGD and Best-fit decide the paper's headline comparison, so they get three seeds; the others one.
@@ -50,7 +50,7 @@ def golden_numbers(workload: Workload) -> dict[str, Any]:
 
 
 def main() -> None:
-    from gpuslice.sim.openb.trace import load_trace
+    from gpuslice.fgd.trace import load_trace
 
     numbers = golden_numbers(Workload.from_trace(load_trace("default")))
     GOLDEN_FILE.write_text(json.dumps(numbers, indent=1, sort_keys=True) + "\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gpuslice.sim.openb.engine import Workload
+from gpuslice.fgd.engine import Workload
 from tests.fgd.golden import GOLDEN_FILE, golden_numbers
 
 

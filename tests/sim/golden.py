@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpuslice.sim.compare import DEFAULT_POLICIES, compare
-from gpuslice.sim.engine import SimConfig
-from gpuslice.sim.ext_report import extension_rows
+from gpuslice.sim.core.engine import SimConfig
+from gpuslice.sim.experiments.compare import DEFAULT_POLICIES, compare
+from gpuslice.sim.experiments.variants import default_policies
+from gpuslice.sim.report.extension_tables import extension_rows
 from gpuslice.sim.traces import resolve_trace
-from gpuslice.sim.variants import default_policies
 
 GOLDEN_FILE = Path(__file__).with_name("golden_compare.json")
 # Every built-in trace at its default size (the synthetic workload trace is the largest: about 2 s).

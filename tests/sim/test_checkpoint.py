@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from gpuslice.sim.checkpoint import Checkpointing, Cut, cut_segment, next_safe_point, saves_needed, segment_length
+from gpuslice.sim.extensions.checkpoint import (
+    Checkpointing,
+    Cut,
+    cut_segment,
+    next_safe_point,
+    saves_needed,
+    segment_length,
+)
 
 EVERY_100 = Checkpointing(interval=100, save=10, restore=20)
 NEVER = Checkpointing(interval=None, save=10, restore=20)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpuslice.sim.cluster import Binding, ClusterState
-from gpuslice.sim.model import PodSpec
+from gpuslice.sim.core.cluster import Binding, ClusterState
+from gpuslice.sim.core.model import PodSpec
 from tests.sim.helpers import cluster, pod
 
 

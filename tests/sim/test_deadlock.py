@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from gpuslice.sim.cluster import ClusterState
-from gpuslice.sim.deadlock import find_deadlocked
-from gpuslice.sim.engine import Engine
-from gpuslice.sim.model import JobSpec, PodSpec
+from gpuslice.sim.core.cluster import ClusterState
+from gpuslice.sim.core.deadlock import find_deadlocked
+from gpuslice.sim.core.engine import Engine
+from gpuslice.sim.core.model import JobSpec, PodSpec
+from gpuslice.sim.core.runs import JobRun, JobStatus
 from gpuslice.sim.policies import make_policy
-from gpuslice.sim.runs import JobRun, JobStatus
 from gpuslice.sim.traces import two_gang
 from tests.sim.helpers import cluster, job, simulate
 

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from gpuslice.sim.compare import compare
-from gpuslice.sim.engine import SimConfig
-from gpuslice.sim.ext_report import extension_markdown
-from gpuslice.sim.report import markdown_tables
+from gpuslice.sim.core.engine import SimConfig
+from gpuslice.sim.experiments.compare import compare
+from gpuslice.sim.experiments.variants import default_policies
+from gpuslice.sim.report.extension_tables import extension_markdown
+from gpuslice.sim.report.tables import markdown_tables
 from gpuslice.sim.traces import resolve_trace
-from gpuslice.sim.variants import default_policies
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "simulator.md").read_text()
 

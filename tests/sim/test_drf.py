@@ -6,12 +6,12 @@ from fractions import Fraction
 
 import pytest
 
-from gpuslice.sim.compare import compare
-from gpuslice.sim.drf import DrfOrder, dominant_share, jain_index, largest_gap, progressive_filling
-from gpuslice.sim.engine import Engine
-from gpuslice.sim.model import JobSpec, PodSpec
+from gpuslice.sim.core.engine import Engine
+from gpuslice.sim.core.model import JobSpec, PodSpec
+from gpuslice.sim.experiments.compare import compare
+from gpuslice.sim.extensions.drf import DrfOrder, dominant_share, jain_index, largest_gap, progressive_filling
+from gpuslice.sim.extensions.orders import ORDERS
 from gpuslice.sim.policies import make_policy
-from gpuslice.sim.queue import ORDERS
 from gpuslice.sim.traces import resolve_trace
 from tests.sim.helpers import cluster
 

@@ -6,11 +6,11 @@ from collections.abc import Hashable
 
 import pytest
 
-from gpuslice.sim.engine import Engine, SimConfig
-from gpuslice.sim.model import JobSpec
+from gpuslice.sim.core.engine import Engine, SimConfig
+from gpuslice.sim.core.model import JobSpec
+from gpuslice.sim.core.queue import FifoOrder, SortKey, Unit
+from gpuslice.sim.core.runs import JobStatus
 from gpuslice.sim.policies import make_policy
-from gpuslice.sim.queue import FifoOrder, SortKey, Unit
-from gpuslice.sim.runs import JobStatus
 from gpuslice.sim.traces import resolve_trace
 from tests.sim.helpers import cluster, job, pod, simulate
 

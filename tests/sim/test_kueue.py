@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from gpuslice.sim.compare import compare
-from gpuslice.sim.hooks import ExtendedResult, HookedEngine
-from gpuslice.sim.kueue import Kueue, KueueConfig
-from gpuslice.sim.model import JobSpec
+from gpuslice.sim.core.engine import Engine
+from gpuslice.sim.core.metrics import SimResult
+from gpuslice.sim.core.model import JobSpec
+from gpuslice.sim.core.runs import JobStatus
+from gpuslice.sim.experiments.compare import compare
+from gpuslice.sim.extensions.kueue import Kueue, KueueConfig
 from gpuslice.sim.policies import make_policy
-from gpuslice.sim.runs import JobStatus
 from gpuslice.sim.traces import two_gang
 from tests.sim.helpers import job
 
@@ -45,11 +46,11 @@ def test_bad_config_is_refused(bad: dict[str, float]) -> None:
         KueueConfig(**bad)  # type: ignore[arg-type]
 
 
-def run(jobs: list[JobSpec], config: KueueConfig, nodes: int = 8) -> tuple[HookedEngine, Kueue, ExtendedResult]:
+def run(jobs: list[JobSpec], config: KueueConfig, nodes: int = 8) -> tuple[Engine, Kueue, SimResult]:
     trace = two_gang(nodes)
     kueue = Kueue(config)
-    engine = HookedEngine(trace.cluster, jobs or trace.jobs, make_policy("first-fit"), listeners=[kueue])
-    return engine, kueue, engine.run_extended()
+    engine = Engine(trace.cluster, jobs or trace.jobs, make_policy("first-fit"), listeners=[kueue])
+    return engine, kueue, engine.run()
 
 
 def test_quota_that_matches_the_cluster_admits_one_gang_at_a_time() -> None:

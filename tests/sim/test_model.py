@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from gpuslice.sim.clusters import parse_cluster
-from gpuslice.sim.model import JobSpec, PodSpec, SimModelError
+from gpuslice.sim.core.clusters import parse_cluster
+from gpuslice.sim.core.model import JobSpec, PodSpec, SimModelError
 
 POD_AMOUNTS = [
     # gpu as written -> (gpu_count, gpu_milli)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuslice.sim.cluster import Binding, ClusterState
+from gpuslice.sim.core.cluster import Binding, ClusterState
 from gpuslice.sim.policies import POLICIES, UnknownPolicy, make_policy
 from tests.sim.helpers import cluster, job, pod
 

@@ -6,12 +6,13 @@ import math
 
 import pytest
 
-from gpuslice.sim.checkpoint import Checkpointing
-from gpuslice.sim.compare import compare
-from gpuslice.sim.hooks import ExtendedResult, HookedEngine, Listener
-from gpuslice.sim.model import JobSpec
+from gpuslice.sim.core.engine import Engine, Listener
+from gpuslice.sim.core.metrics import SimResult
+from gpuslice.sim.core.model import JobSpec
+from gpuslice.sim.experiments.compare import compare
+from gpuslice.sim.extensions.checkpoint import Checkpointing
+from gpuslice.sim.extensions.preemption import Checkpoints, PreemptionConfig, Preemptor, parse_grace
 from gpuslice.sim.policies import make_policy
-from gpuslice.sim.preemption import Checkpoints, PreemptionConfig, Preemptor, parse_grace
 from gpuslice.sim.traces import resolve_trace
 from tests.sim.helpers import cluster, job
 
@@ -24,17 +25,17 @@ def run(
     checkpoints: dict[str, Checkpointing],
     grace: float | None = 0.0,
     spec: str = "1xdgx-h100",
-) -> tuple[HookedEngine, ExtendedResult]:
+) -> tuple[Engine, SimResult]:
     """grace None: no preemption at all (checkpoints are still taken)."""
     ckpt = Checkpoints(checkpoints)
     listeners: list[Listener] = [ckpt]
     if grace is not None:
         listeners.append(Preemptor(ckpt, PreemptionConfig(grace=grace)))
-    engine = HookedEngine(cluster(spec), jobs, make_policy("gang"), listeners=listeners)
-    return engine, engine.run_extended()
+    engine = Engine(cluster(spec), jobs, make_policy("gang"), listeners=listeners)
+    return engine, engine.run()
 
 
-def times(engine: HookedEngine) -> dict[str, tuple[float | None, float | None]]:
+def times(engine: Engine) -> dict[str, tuple[float | None, float | None]]:
     return {r.spec.job_id: (r.start_time, r.end_time) for r in engine.runs}
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuslice.sim.compare import compare
-from gpuslice.sim.engine import SimConfig
-from gpuslice.sim.report import binned_utilization, markdown_tables, plot_comparison, write_json
+from gpuslice.sim.core.engine import SimConfig
+from gpuslice.sim.experiments.compare import compare
+from gpuslice.sim.report.tables import binned_utilization, markdown_tables, plot_comparison, write_json
 from gpuslice.sim.traces import adversarial
 
 REQUIRED_KEYS = [

@@ -5,9 +5,17 @@ from __future__ import annotations
 import pytest
 
 from gpuslice.gpu import catalogue_for
-from gpuslice.sim.compare import compare
-from gpuslice.sim.model import JobSpec, PodSpec, SimModelError
-from gpuslice.sim.tiers import Demand, GpuSlot, Mechanism, TierEngine, TierParams, balanced_layout, plan_for
+from gpuslice.sim.core.model import JobSpec, PodSpec, SimModelError
+from gpuslice.sim.experiments.compare import compare
+from gpuslice.sim.extensions.tiers import (
+    GpuSlot,
+    Mechanism,
+    ShareDemand,
+    TierEngine,
+    TierParams,
+    balanced_layout,
+    plan_for,
+)
 from gpuslice.sim.traces import resolve_trace
 from tests.sim.helpers import cluster
 
@@ -32,7 +40,7 @@ def slot(mechanism: Mechanism, **params: object) -> GpuSlot:
     ],
 )
 def test_a_demand_maps_to_each_mechanism(compute: float, gib: int, mig: str, mps_replicas: int) -> None:
-    demand = Demand(compute, gib * GIB)
+    demand = ShareDemand(compute, gib * GIB)
     assert slot(Mechanism.MIG).fit(1, demand).profile == mig  # type: ignore[union-attr]
     assert slot(Mechanism.MPS).fit(1, demand).replicas == mps_replicas  # type: ignore[union-attr]
     assert slot(Mechanism.TIME_SLICING).fit(1, demand).replicas == 1  # type: ignore[union-attr]
@@ -61,7 +69,7 @@ def test_how_many_fit_on_one_gpu(mechanism: Mechanism, demands: list[tuple[float
     gpu = slot(mechanism)
     got = []
     for job, (compute, gib) in enumerate(demands):
-        share = gpu.fit(job, Demand(compute, gib * GIB))
+        share = gpu.fit(job, ShareDemand(compute, gib * GIB))
         got.append(share is not None)
         if share is not None:
             gpu.add(share)
@@ -70,10 +78,10 @@ def test_how_many_fit_on_one_gpu(mechanism: Mechanism, demands: list[tuple[float
 
 def test_a_3g_instance_leaves_three_1g_starts_as_nvidia_smi_shows() -> None:
     gpu = slot(Mechanism.MIG)
-    gpu.add(gpu.fit(0, Demand(0.4, 30 * GIB)))  # type: ignore[arg-type]
+    gpu.add(gpu.fit(0, ShareDemand(0.4, 30 * GIB)))  # type: ignore[arg-type]
     placed = []
     for job in range(1, 5):
-        share = gpu.fit(job, Demand(0.1, 6 * GIB))
+        share = gpu.fit(job, ShareDemand(0.1, 6 * GIB))
         if share is not None:
             gpu.add(share)
             placed.append(share.placement)
@@ -86,10 +94,10 @@ def test_the_static_balanced_layout() -> None:
     assert layout == ("1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb")
     gpu = slot(Mechanism.MIG, mig_layout=layout)
     assert not gpu.takes_whole_jobs
-    assert gpu.fit(0, Demand(0.5, 36 * GIB)) is None  # no 4g in the layout
+    assert gpu.fit(0, ShareDemand(0.5, 36 * GIB)) is None  # no 4g in the layout
     profiles = []
     for job in range(4):
-        share = gpu.fit(job, Demand(0.1, 6 * GIB))
+        share = gpu.fit(job, ShareDemand(0.1, 6 * GIB))
         if share is not None:
             gpu.add(share)
             profiles.append(share.profile)
@@ -110,7 +118,7 @@ def test_the_static_balanced_layout() -> None:
 def test_speeds(mechanism: Mechanism, computes: list[float], speed: float) -> None:
     gpu = slot(mechanism)
     for job, compute in enumerate(computes):
-        gpu.add(gpu.fit(job, Demand(compute, 1 * GIB)))  # type: ignore[arg-type]
+        gpu.add(gpu.fit(job, ShareDemand(compute, 1 * GIB)))  # type: ignore[arg-type]
     assert gpu.speed() == pytest.approx(speed)
 
 
@@ -121,7 +129,7 @@ def test_speeds(mechanism: Mechanism, computes: list[float], speed: float) -> No
 def test_fault_and_memory_domains(mechanism: Mechanism, crash: int, memory: int) -> None:
     gpu = slot(mechanism)
     for job in range(3):
-        gpu.add(gpu.fit(job, Demand(0.1, 6 * GIB)))  # type: ignore[arg-type]
+        gpu.add(gpu.fit(job, ShareDemand(0.1, 6 * GIB)))  # type: ignore[arg-type]
     assert (gpu.crash_domain(), gpu.memory_domain(), gpu.jobs) == (crash, memory, 3)
 
 
@@ -129,7 +137,7 @@ def test_time_slicing_over_commits_memory_and_nothing_else_does() -> None:
     for mechanism, over in ((Mechanism.TIME_SLICING, True), (Mechanism.MPS, False), (Mechanism.MIG, False)):
         gpu = slot(mechanism)
         for job in range(4):
-            share = gpu.fit(job, Demand(0.5, 36 * GIB))
+            share = gpu.fit(job, ShareDemand(0.5, 36 * GIB))
             if share is not None:
                 gpu.add(share)
         assert gpu.memory_overcommitted() is over

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gpuslice.sim.cluster import Binding, ClusterState
-from gpuslice.sim.metrics import Demand, stranded_gpus
-from gpuslice.sim.model import PodSpec
+from gpuslice.sim.core.cluster import Binding, ClusterState
+from gpuslice.sim.core.metrics import PendingDemand, stranded_gpus
+from gpuslice.sim.core.model import PodSpec
 from gpuslice.sim.traces import adversarial
 from tests.sim.helpers import cluster, pod, simulate
 
@@ -32,21 +32,21 @@ STRANDED_CASES = [
 
 @pytest.mark.parametrize(("pending", "expected"), STRANDED_CASES)
 def test_stranded_is_free_capacity_on_nodes_where_no_pending_pod_fits(pending: list[PodSpec], expected: float) -> None:
-    assert stranded_gpus(two_nodes(), Demand.of([tuple(pending)])) == pytest.approx(expected)
+    assert stranded_gpus(two_nodes(), PendingDemand.of([tuple(pending)])) == pytest.approx(expected)
 
 
 def test_shares_spread_over_gpus_are_stranded_for_a_bigger_share() -> None:
     s = ClusterState(cluster("1xh100x4"))
     for gpu in range(4):
         s.apply(Binding(0, (gpu,)), pod(0.5))  # 4 x 0.5 free, but never 0.75 on one GPU
-    assert stranded_gpus(s, Demand.of([(pod(0.75),)])) == pytest.approx(2.0)
-    assert stranded_gpus(s, Demand.of([(pod(0.5),)])) == 0.0
+    assert stranded_gpus(s, PendingDemand.of([(pod(0.75),)])) == pytest.approx(2.0)
+    assert stranded_gpus(s, PendingDemand.of([(pod(0.5),)])) == 0.0
 
 
 def test_cpu_exhaustion_strands_gpus() -> None:
     s = ClusterState(cluster("1xdgx-h100"))
     s.apply(Binding(0, ()), PodSpec.of(0, cpu_milli=int(s.cpu_free[0])))  # a CPU job takes every core
-    assert stranded_gpus(s, Demand.of([(pod(1),)])) == 8.0
+    assert stranded_gpus(s, PendingDemand.of([(pod(1),)])) == 8.0
 
 
 def test_best_fit_strands_fewer_gpus_than_first_fit_on_the_adversarial_trace() -> None:

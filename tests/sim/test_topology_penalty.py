@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gpuslice.sim.cluster import Binding, ClusterState
-from gpuslice.sim.compare import compare
-from gpuslice.sim.model import JobSpec, PodSpec
-from gpuslice.sim.nvlink import Penalties, choose_gpu_set, has_nvlink_ring, placement_slowdown
+from gpuslice.sim.core.cluster import Binding, ClusterState
+from gpuslice.sim.core.model import JobSpec, PodSpec
+from gpuslice.sim.experiments.compare import compare
+from gpuslice.sim.extensions.nvlink import Penalties, choose_gpu_set, has_nvlink_ring, placement_slowdown
 from gpuslice.sim.policies import NvlinkAware
 from gpuslice.sim.traces import resolve_trace
 from gpuslice.sim.traces.topology import topology_cluster

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuslice.sim.model import PodSpec
+from gpuslice.sim.core.model import PodSpec
 from gpuslice.sim.traces import (
     TRACES,
     SyntheticParams,

@@ -30,8 +30,8 @@ import math
 
 import pytest
 
-from gpuslice.sim.engine import Engine, SimConfig
-from gpuslice.sim.metrics import SimResult
+from gpuslice.sim.core.engine import Engine, SimConfig
+from gpuslice.sim.core.metrics import SimResult
 from gpuslice.sim.policies import make_policy
 from gpuslice.sim.traces import SyntheticParams, Trace, generate
 

@@ -9,11 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from gpuslice.cli.main import cli
-from gpuslice.sim.engine import Engine, SimConfig
-from gpuslice.sim.hooks import HookedEngine
+from gpuslice.sim.core.engine import Engine, Listener, SimConfig
+from gpuslice.sim.experiments.variants import UnknownVariant, default_policies, parse_variant, run_variant
 from gpuslice.sim.policies import make_policy
 from gpuslice.sim.traces import resolve_trace
-from gpuslice.sim.variants import UnknownVariant, default_policies, parse_variant, run_variant
 
 
 @pytest.mark.parametrize(
@@ -62,12 +61,14 @@ def test_every_extension_trace_has_default_policies() -> None:
     assert default_policies("synthetic") is None
 
 
-def test_the_hooked_engine_without_listeners_runs_exactly_like_the_engine() -> None:
+def test_a_listener_that_steers_nothing_leaves_the_run_exactly_as_the_bare_engine() -> None:
     trace = resolve_trace("synthetic:jobs=300,nodes=8", seed=2)
     for policy in ("first-fit", "gang"):
         plain = Engine(trace.cluster, trace.jobs, make_policy(policy), trace_name=trace.name).run()
-        hooked = HookedEngine(trace.cluster, trace.jobs, make_policy(policy), trace_name=trace.name).run_extended()
-        assert hooked.summary() == plain.summary()
+        listened = Engine(
+            trace.cluster, trace.jobs, make_policy(policy), trace_name=trace.name, listeners=[Listener()]
+        ).run()
+        assert listened.summary() == plain.summary()
 
 
 def invoke(*args: str) -> tuple[int, str, str]:
