@@ -13,7 +13,7 @@ from gpuslice.sim.report.extension_tables import extension_markdown
 from gpuslice.sim.report.tables import markdown_tables
 from gpuslice.sim.traces import resolve_trace
 
-DOC = (Path(__file__).resolve().parents[2] / "docs" / "simulator.md").read_text()
+DOC = (Path(__file__).resolve().parents[3] / "docs" / "simulator.md").read_text()
 
 
 @pytest.mark.parametrize("trace_name", ["preemption", "tenants", "topology", "sharing", "two-gang"])
