@@ -58,9 +58,7 @@ def compare(
     for name in policies:  # fail on a bad name before running anything
         check_variant(name, trace)
     results = []
-    for (
-        name
-    ) in policies:  # a core policy runs on the core Engine; extensions (gpuslice.sim.experiments.variants) add hooks
+    for name in policies:  # each variant runs on the core engine with its listeners, or on the sharing tiers
         callback = None if progress is None else _bind(progress, name)
         results.append(run_variant(trace, name, config, order, callback))
     return Comparison(trace, config.seed, config, order, results)

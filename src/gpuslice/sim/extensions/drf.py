@@ -2,7 +2,7 @@
 
 A tenant's dominant share is the largest of its shares of the cluster's CPU, memory and GPUs, divided
 by its weight (weighted DRF; weight 1 is plain DRF). DRF serves the tenant with the lowest dominant
-share next. Facts and the worked example: ../shared/reference/scheduling.md section 8.
+share next.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ min(base x 2^(n-1) x (1 + jitter x U), max) seconds, U uniform in [0, 1) from th
 (Kueue: 60 s, 120 s, 240 s, ... capped at 3600 s, jitter 0.0001). With `backoff_limit` set, a workload
 evicted that many times is deactivated. `block_admission` admits one workload at a time until its pods
 are all running. Queue order in Kueue: priority, then the eviction (or creation) time.
-Facts: ../shared/reference/scheduling.md section 7.
 """
 
 from __future__ import annotations
