@@ -145,7 +145,7 @@ class Engine:
         return self._loop.now
 
     def add_listener(self, listener: Listener) -> None:
-        """Attach an extension; listeners are called in the order they were added."""
+        """Attach an extension before `run`; listeners are called in the order they were added."""
         self.listeners.append(listener)
 
     # -- extension API ------------------------------------------------------------------------
