@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 # One number per kind of input keeps the rules in one place; docs/security.md states each of them.
@@ -49,3 +50,31 @@ def read_bounded_text(path: str | Path, kind: str, max_bytes: int) -> str:
 
 def _mib(size: int) -> str:
     return f"{size / MIB:g} MiB" if size >= MIB else f"{size / 1024:g} KiB"
+
+
+def iter_text_lines(path: str | Path, kind: str, max_line_bytes: int) -> Iterator[tuple[int, str]]:
+    """(line number, text without its line ending) of a UTF-8 file, read one bounded line at a time.
+
+    A file of any size streams in constant memory; a line over `max_line_bytes` is InputTooLarge
+    (naming file and line), a bad byte NotUtf8 with its offset in the file. OSError passes through.
+    """
+    offset = 0
+    with open(path, "rb") as handle:
+        number = 0
+        while raw := handle.readline(max_line_bytes + 1):
+            number += 1
+            if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+                raise InputTooLarge(
+                    f"invalid {kind} {path}:{number}: a line longer than the limit of {max_line_bytes} bytes"
+                )
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad = raw[exc.start]
+                raise NotUtf8(
+                    f"invalid {kind} {path}: not UTF-8 text (byte 0x{bad:02x} at offset {offset + exc.start})"
+                ) from None
+            offset += len(raw)
+            if number == 1:
+                text = text.removeprefix("\ufeff")
+            yield number, text.rstrip("\r\n")
