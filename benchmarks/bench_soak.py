@@ -244,6 +244,7 @@ def _alias_bomb() -> str:
     return text
 
 
+TRACE_HEAD = b"# cluster: 2xdgx-h100\njob_id,submit,duration,pods,gpu\n"
 H100 = "model: NVIDIA H100 80GB HBM3, memory_mib: 81559, compute_capability: '9.0'"
 BOMBS: list[tuple[str, str, Callable[[], bytes]]] = [
     ("config: YAML alias bomb (10^9 nodes)", "config", lambda: _alias_bomb().encode()),
@@ -261,9 +262,26 @@ BOMBS: list[tuple[str, str, Callable[[], bytes]]] = [
         "node-spec",
         lambda: f"gpus: [{{{H100}, mig: [{', '.join(['1g.10gb'] * 116_000)}]}}]\n".encode(),
     ),
+    ("trace: pods 100000000", "trace", lambda: TRACE_HEAD + b"a,0,60,100000000,1\n"),
+    ("trace: cluster 100000000xdgx-h100", "trace", lambda: b"# cluster: 100000000xdgx-h100\n" + TRACE_HEAD[22:]),
+    (
+        "trace: submit inf after 100,000 rows",
+        "trace",
+        lambda: TRACE_HEAD + b"j,1,60,1,1\n" * 100_000 + b"k,inf,60,1,1\n",
+    ),
+    ("trace: 64 MiB of random bytes", "trace", lambda: os.urandom(64 << 20)),
     ("checkpoint: 4 MiB of random bytes", "checkpoint", lambda: os.urandom(4 << 20)),
     ("checkpoint: 4 MiB of nested JSON", "checkpoint", lambda: b"[" * (4 << 20)),
 ]
+
+
+# Not a bomb but the largest input refused: one row over the cap costs reading the million rows the
+# simulator would accept, linear in the file. Printed for the record, with no goal.
+AT_THE_CAP: tuple[str, str, Callable[[], bytes]] = (
+    "trace: 1,000,001 rows (29 MiB), one over the cap",
+    "trace",
+    lambda: TRACE_HEAD + b"".join(b"j%d,1,60,1,1\n" % n for n in range(1_000_001)),
+)
 
 
 def _bombs() -> None:
@@ -282,6 +300,12 @@ def _bombs() -> None:
                   f"   peak RSS {result['peak_mib']:6.1f} MiB (interpreter and imports {result['base_mib']:.1f})"
                   f"   {'ok' if ok else 'MISSED'}")  # fmt: skip
             print(f"      {' '.join(result['error'].split())[:150]}")
+        name, kind, make = AT_THE_CAP
+        path = folder / "input"
+        path.write_bytes(make())
+        result = _refuse_in_child(kind, path)
+        print(f"  {name:<40} {'refused' if result['refused'] else 'ACCEPTED'} in {result['seconds'] * 1000:7.1f} ms"
+              f"   peak RSS {result['peak_mib']:6.1f} MiB   (not a bomb: linear in the cap, no goal)")  # fmt: skip
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     _goal("every bomb refused in time and memory", met)
@@ -305,6 +329,8 @@ def _refuse(kind: str, path: str) -> dict[str, Any]:
     """Run in the child: import what the plugin would, then time the refusal of `path` as a `kind` input."""
     from gpuslice.plugin.run import SetupError, prepare
     from gpuslice.sharing.dynamic.checkpoint import MigCheckpointError, read_checkpoint
+    from gpuslice.sim.traces import TraceError
+    from gpuslice.sim.traces.csv_format import load_trace
 
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork and exec, so it would report the parent's.
     base = _status(os.getpid(), "VmHWM") / 1024
@@ -315,10 +341,12 @@ def _refuse(kind: str, path: str) -> dict[str, Any]:
             prepare("fake", "preset:dgx-h100", path)
         elif kind == "node-spec":
             prepare("fake", path, None)
+        elif kind == "trace":
+            load_trace(path)
         else:
             read_checkpoint(Path(path), "node")
         refused = False
-    except (SetupError, MigCheckpointError) as exc:
+    except (SetupError, MigCheckpointError, TraceError) as exc:
         refused, error = True, str(exc)
     seconds = time.perf_counter() - started
     peak = _status(os.getpid(), "VmHWM") / 1024
