@@ -265,9 +265,9 @@ BOMBS: list[tuple[str, str, Callable[[], bytes]]] = [
     ("trace: pods 100000000", "trace", lambda: TRACE_HEAD + b"a,0,60,100000000,1\n"),
     ("trace: cluster 100000000xdgx-h100", "trace", lambda: b"# cluster: 100000000xdgx-h100\n" + TRACE_HEAD[22:]),
     (
-        "trace: submit inf after 100,000 rows",
+        "trace: submit inf after 10,000 rows",
         "trace",
-        lambda: TRACE_HEAD + b"j,1,60,1,1\n" * 100_000 + b"k,inf,60,1,1\n",
+        lambda: TRACE_HEAD + b"j,1,60,1,1\n" * 10_000 + b"k,inf,60,1,1\n",
     ),
     ("trace: 64 MiB of random bytes", "trace", lambda: os.urandom(64 << 20)),
     ("checkpoint: 4 MiB of random bytes", "checkpoint", lambda: os.urandom(4 << 20)),
