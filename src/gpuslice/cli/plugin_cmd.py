@@ -12,8 +12,11 @@ from pathlib import Path
 import click
 
 from gpuslice.allocation.cdi import DEFAULT_CDI_DIR
+from gpuslice.cli.node_config_options import chosen_file, node_config_options, node_config_watcher
 from gpuslice.config import PLUGIN_FLAGS, ConfigError, coerce, overrides_from_env
+from gpuslice.config.node_config import NodeConfigError
 from gpuslice.mps import MpsStartError
+from gpuslice.nodeconfig import NodeConfigMetrics
 from gpuslice.plugin import PluginStartError, RegistrationError
 from gpuslice.plugin.compat import CompatError, allocate_options
 from gpuslice.plugin.lifecycle import build_runtime, run_until_signalled
@@ -118,6 +121,7 @@ def nvidia_overrides(values: Mapping[str, str | None], environ: Mapping[str, str
     default=None,
     help="The MPS control program, split like a shell would [default: nvidia-cuda-mps-control].",
 )
+@node_config_options
 @nvidia_flags
 def plugin(
     backend: str,
@@ -133,13 +137,29 @@ def plugin(
     verbosity: int,
     cdi_spec_dir: str,
     mps_control_command: str | None,
+    config_file_srcdir: str | None,
+    node_label: str,
+    default_config: str | None,
+    fallback_strategies: str,
     **nvidia: str | None,
 ) -> None:
     """Run the device plugin: serve every advertised resource, register it, stop cleanly on SIGTERM/SIGINT."""
     level = logging.DEBUG if verbosity >= 1 else getattr(logging, log_level.upper())
     configure_logging(log_format, verbosity, node_name, level=level)  # type: ignore[arg-type]
     log = logging.getLogger("gpuslice.plugin")
+    metrics = PluginMetrics()
     try:
+        watcher = node_config_watcher(
+            config_file_srcdir,
+            node_label,
+            default_config,
+            fallback_strategies,
+            node_name,
+            config_file,
+            NodeConfigMetrics(metrics.registry),
+        )
+        if watcher is not None:
+            config_file = chosen_file(watcher)
         socket_dir = None if kubelet_socket else DEFAULT_KUBELET_SOCKET.rsplit("/", 1)[0]
         plugin_dir = Path(socket_dir) if socket_dir else Path(kubelet_socket).parent
         checkpoint = mig_checkpoint or str(plugin_dir / MIG_CHECKPOINT_FILE)
@@ -147,7 +167,6 @@ def plugin(
         setup = prepare(backend, node_spec, config_file, node_name, mig_checkpoint=checkpoint, overrides=overrides)
         compat = compat_options(setup.backend, cdi_spec_dir, mps_control_command)
         served, compat_warnings = ConfigReloader.prepare(setup.config, setup.node, setup.plan, compat)
-        metrics = PluginMetrics()
         manager = build_manager(
             setup,
             kubelet_socket or None,
@@ -158,7 +177,7 @@ def plugin(
             options=allocate_options(setup.config, served.settings),
         )
         reloader = ConfigReloader(manager, served, config_file, setup.backend, compat, overrides=overrides)
-    except (SetupError, ConfigError, CompatError) as exc:
+    except (SetupError, ConfigError, CompatError, NodeConfigError) as exc:
         click.echo(f"gpuslice plugin: error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     for warning in setup.warnings + compat_warnings:
@@ -177,9 +196,15 @@ def plugin(
         )
         runtime.add_shutdown_hook(reloader.stop)  # MPS daemons quit after the servers are down
         reloader.start_extras()  # CDI spec and MPS daemons before anything is served, as NVIDIA does
-        run_until_signalled(
-            runtime, ready=lambda: log.info("plugin ready"), handlers={signal.SIGHUP: reloader.on_sighup}
-        )
+
+        def ready() -> None:
+            log.info("plugin ready")
+            if watcher is not None:  # label changes reload as SIGHUP does, once the servers are up
+                directory = watcher.settings.directory
+                watcher.start(lambda choice: reloader.reload_from(choice.path(directory)))
+                runtime.add_shutdown_hook(watcher.stop)
+
+        run_until_signalled(runtime, ready=ready, handlers={signal.SIGHUP: reloader.on_sighup})
     except (PluginStartError, RegistrationError, MpsStartError, CompatError) as exc:
         reloader.stop()
         click.echo(f"gpuslice plugin: error: {exc}", err=True)

@@ -103,7 +103,9 @@ class NodeConfigWatcher:
         self._thread = threading.Thread(target=self._run, name="gpuslice-node-config", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout_s: float = 5.0) -> None:
+    def stop(self, timeout_s: float = 1.0) -> None:
+        """Stop following; nothing is applied after this returns. A watch blocked on a quiet stream may
+        outlive the wait on its daemon thread (a closed client does not always interrupt a read)."""
         self._stop.set()
         self.source.close()
         if self._thread is not None:
@@ -136,7 +138,7 @@ class NodeConfigWatcher:
     def labels_seen(self, labels: Mapping[str, str]) -> None:
         """The node's labels now: choose and apply a config if this node's label value changed."""
         value = labels.get(self.settings.label)
-        if value == self._seen:
+        if value == self._seen or self._stop.is_set():
             return
         self._seen = value
         try:

@@ -130,6 +130,15 @@ class ConfigReloader:
                 self._on_reload(candidate)
             return True
 
+    def reload_from(self, config_file: str | Path | None) -> bool:
+        """Serve `config_file` instead (None: the built-in defaults), as a SIGHUP would; if it is refused,
+        the previous file stays the one a later SIGHUP re-reads."""
+        previous, self.config_file = self.config_file, config_file
+        if self.reload():
+            return True
+        self.config_file = previous
+        return False
+
     def _candidate(self) -> ServedConfig:
         loaded = load_config(self.config_file)
         config = apply_overrides(loaded.config, self.overrides, loaded.source)
