@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -115,11 +116,12 @@ def test_rbac_binds_the_label_writer_to_what_it_writes(rendered: dict[str, list[
 
 
 def test_the_runtime_class_component_sets_both_daemonsets(kubectl: str, tmp_path: Path) -> None:
-    # How docs/install.md says to use it: from your own kustomization, on top of an overlay.
+    # How docs/install.md says to use it: from your own kustomization, on top of an overlay (kustomize wants
+    # relative paths there).
+    deploy = os.path.relpath(DEPLOY, tmp_path)
     (tmp_path / "kustomization.yaml").write_text(
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
-        f"resources: [{DEPLOY / 'overlays' / 'time-slicing'}]\n"
-        f"components: [{DEPLOY / 'components' / 'runtime-class'}]\n"
+        f"resources: [{deploy}/overlays/time-slicing]\ncomponents: [{deploy}/components/runtime-class]\n"
     )
     objects = render(kubectl, tmp_path)
     for name in ("gpuslice-device-plugin", "gpuslice-label-writer"):
