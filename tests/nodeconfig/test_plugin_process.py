@@ -89,3 +89,19 @@ def test_the_node_label_chooses_and_switches_the_plugin_config(kubelet: MockKube
             reap(process)
     assert code == 0, err
     assert "no resources specified" in err and re.search(r"could not be applied; keeping config 'sliced'", err)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"CONFIG_FILE_SRCDIR": "/nonexistent"}, "NODE_NAME: required with CONFIG_FILE_SRCDIR"),
+        ({"CONFIG_FILE_SRCDIR": "/nonexistent", "NODE_NAME": NODE, "CONFIG_FILE": "/c.yaml"}, "exclude each other"),
+        # The value rules themselves (NODE_LABEL, FALLBACK_STRATEGIES, ...) are tested in tests/config.
+        ({"CONFIG_FILE_SRCDIR": "/x", "NODE_NAME": NODE, "FALLBACK_STRATEGIES": "any"}, "unknown strategy 'any'"),
+    ],
+)
+def test_bad_per_node_settings_stop_the_plugin_with_the_reason(env: dict[str, str], message: str) -> None:
+    args = ["--backend", "fake", "--node-spec", "preset:h100x4", "--kubelet-socket", ""]
+    process = plugin_process(args, env)
+    code, err = finish(process, timeout=WAIT_S)
+    assert code == 2 and message in err, err

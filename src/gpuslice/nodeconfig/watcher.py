@@ -65,6 +65,7 @@ class NodeConfigWatcher:
         self._seen: object = _UNSEEN
         self._apply: ApplyConfig | None = None
         self._stop = threading.Event()
+        self._applying = threading.Lock()  # held while a choice is made and applied; stop() waits for it
         self._thread: threading.Thread | None = None
         self._resource_version: str | None = None
 
@@ -103,11 +104,16 @@ class NodeConfigWatcher:
         self._thread = threading.Thread(target=self._run, name="gpuslice-node-config", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout_s: float = 1.0) -> None:
-        """Stop following; nothing is applied after this returns. A watch blocked on a quiet stream may
-        outlive the wait on its daemon thread (a closed client does not always interrupt a read)."""
+    def stop(self, timeout_s: float = 0.5) -> None:
+        """Stop following: waits for a reload in progress, and nothing is applied after this returns.
+
+        The thread itself is only briefly waited for: a watch blocked on a quiet stream may not notice
+        that the client was closed, and as a daemon thread it cannot keep the process alive.
+        """
         self._stop.set()
         self.source.close()
+        with self._applying:
+            pass
         if self._thread is not None:
             self._thread.join(timeout_s)
 
@@ -137,8 +143,13 @@ class NodeConfigWatcher:
 
     def labels_seen(self, labels: Mapping[str, str]) -> None:
         """The node's labels now: choose and apply a config if this node's label value changed."""
+        with self._applying:
+            if not self._stop.is_set():
+                self._labels_seen(labels)
+
+    def _labels_seen(self, labels: Mapping[str, str]) -> None:
         value = labels.get(self.settings.label)
-        if value == self._seen or self._stop.is_set():
+        if value == self._seen:
             return
         self._seen = value
         try:
