@@ -194,7 +194,7 @@ def test_config_file_plus_any_override_is_accepted(spec: Any) -> None:
     )
 
 
-RENAMED = "sharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n    - {name: gpu, rename: x, replicas: 2}"
+RENAMED = "sharing:\n  timeSlicing:\n    renameByDefault: true\n    resources: [{name: gpu, rename: x, replicas: 2}]"
 
 # (id, config text, warning expected among effective_sharing's warnings)
 WARNINGS: list[tuple[str, str, str]] = [
