@@ -45,9 +45,7 @@ def _attribute(value: Any, path: str) -> Any:
     return value.replicas if hasattr(value, "replicas") and path.endswith("resources") else value
 
 
-@pytest.mark.parametrize(
-    ("text", "path", "expected"), [row[1:] for row in ACCEPTED], ids=[row[0] for row in ACCEPTED]
-)
+@pytest.mark.parametrize(("text", "path", "expected"), [row[1:] for row in ACCEPTED], ids=[row[0] for row in ACCEPTED])
 def test_nvidia_accepts_so_do_we(text: str, path: str, expected: Any) -> None:
     assert _attribute(parse_config_text(text, "c.yaml").config, path) == expected
 
@@ -63,7 +61,7 @@ REFUSED: list[tuple[str, str, str]] = [
     ),
     (
         "fail-on-init-string",
-        "flags:\n  failOnInitError: \"false\"\n",
+        'flags:\n  failOnInitError: "false"\n',
         "flags.failOnInitError: expected a boolean (true or false), got the string 'false'",
     ),
     (

@@ -1,0 +1,54 @@
+"""Allocate parity with NVIDIA's plugin: repeated IDs count once, an empty ID list is answered."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuslice.allocation import allocate_container
+from gpuslice.allocation.strategies import DeviceListSettings
+from gpuslice.config import parse_config_text
+from gpuslice.plugin.compat import allocate_options
+from tests.allocation.helpers import TIME_SLICED, resource_for
+
+NODE, WHOLE = resource_for("h100x4")
+_, SHARED = resource_for("h100x4", TIME_SLICED)
+G0, G1 = NODE.gpus[0].uuid, NODE.gpus[1].uuid
+NVIDIA = "flags: {plugin: {passDeviceSpecs: false}}"
+CDI_IMEX_MOFED = "flags: {mofedEnabled: true, plugin: {passDeviceSpecs: false, deviceListStrategy: [envvar, cdi-cri]}}"
+
+# (id, config, shared resource?, requested IDs, expected device IDs, expected envs, expected CDI names)
+CASES = [
+    ("repeated-gpu", NVIDIA, False, [G0, G1, G0], [G0, G1], {"NVIDIA_VISIBLE_DEVICES": f"{G0},{G1}"}, []),
+    ("repeated-replica", NVIDIA, True, [f"{G0}::1", f"{G0}::1"], [f"{G0}::1"], {"NVIDIA_VISIBLE_DEVICES": G0}, []),
+    ("empty-list", NVIDIA, False, [], [], {"NVIDIA_VISIBLE_DEVICES": ""}, []),
+    (
+        "empty-list-with-imex-and-mofed",
+        CDI_IMEX_MOFED,
+        False,
+        [],
+        [],
+        {"NVIDIA_MOFED": "enabled", "NVIDIA_VISIBLE_DEVICES": "", "NVIDIA_IMEX_CHANNELS": "0"},
+        ["k8s.device-plugin.nvidia.com/imex-channel=0", "k8s.device-plugin.nvidia.com/mofed=all"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("config", "shared", "ids", "device_ids", "envs", "cdi"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_allocate_answers_as_nvidia_does(
+    config: str, shared: bool, ids: list[str], device_ids: list[str], envs: dict[str, str], cdi: list[str]
+) -> None:
+    parsed = parse_config_text(config).config
+    settings = DeviceListSettings.from_config(parsed, imex_channels=(0,) if "mofed" in config else ())
+    answer = allocate_container(SHARED if shared else WHOLE, ids, options=allocate_options(parsed, settings))
+    assert list(answer.device_ids) == device_ids
+    assert answer.edits.envs == envs
+    assert list(answer.edits.cdi_devices) == cdi
+
+
+def test_the_request_size_rule_counts_a_repeated_replica_once() -> None:
+    config = "sharing: {timeSlicing: {failRequestsGreaterThanOne: true, resources: [{name: gpu, replicas: 4}]}}"
+    _, strict = resource_for("h100x4", config)
+    answer = allocate_container(strict, [f"{G0}::2", f"{G0}::2"])
+    assert answer.physical_ids == (G0,)
