@@ -9,6 +9,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from gpuslice.allocation.cdi import CdiError
+from gpuslice.allocation.cdi_specs import CdiSpecUpkeep
 from gpuslice.allocation.mps_edits import MpsConfigError, daemon_settings
 from gpuslice.allocation.strategies import DeviceListSettings
 from gpuslice.config import Config, ConfigError, apply_overrides, load_config, validate_startup
@@ -70,6 +72,7 @@ class ConfigReloader:
         self._on_reload = on_reload
         self.overrides = dict(overrides or {})  # flags and env vars keep winning over the file on every reload
         self._mps: MpsManager | None = None
+        self._cdi = CdiSpecUpkeep(options.cdi_dir)  # the spec files this process wrote, removed at stop
         self._lock = threading.Lock()
         self.reloads = 0
         self.failed_reloads = 0
@@ -91,7 +94,7 @@ class ConfigReloader:
 
     def start_extras(self) -> None:
         """Write the CDI spec and start the MPS daemons (before the manager serves); raises on failure."""
-        write_cdi_specs(self.served.settings, self.served.node, self.options.cdi_dir)
+        write_cdi_specs(self._cdi, self.served.config, self.served.settings, self.served.node)
         self._mps = self._start_mps(self.served)
 
     def _start_mps(self, served: ServedConfig) -> MpsManager | None:
@@ -101,11 +104,15 @@ class ConfigReloader:
         return manager
 
     def stop(self) -> None:
-        """Quit the MPS daemons. Idempotent; call after the servers are stopped."""
+        """Quit the MPS daemons and remove the CDI specs we wrote. Idempotent; call after the servers stop."""
         with self._lock:
             if self._mps is not None:
                 self._mps.stop()
                 self._mps = None
+            try:
+                self._cdi.remove()
+            except CdiError as exc:
+                log.error("%s", exc)
 
     def on_sighup(self) -> None:
         self.reload()
@@ -161,7 +168,7 @@ class ConfigReloader:
         try:
             if mps_changed:
                 self._mps = self._start_mps(candidate)
-            write_cdi_specs(candidate.settings, candidate.node, self.options.cdi_dir)
+            write_cdi_specs(self._cdi, candidate.config, candidate.settings, candidate.node)
         except (MpsStartError, CompatError) as exc:
             log.error("reload failed, still serving the previous config: %s", exc)
             if mps_changed:
