@@ -35,7 +35,9 @@ def test_a_570_root_gives_every_versioned_library_binary_and_firmware_once(tmp_p
 
 
 def test_soname_and_development_links(tmp_path: Path) -> None:
-    links = dict((link, target) for target, link in discover_driver_files(str(build_fake_driver_root(tmp_path))).library_links)
+    links = {
+        link: target for target, link in discover_driver_files(str(build_fake_driver_root(tmp_path))).library_links
+    }
     assert links[f"{LIB}/libcuda.so.1"] == f"libcuda.so.{V}"
     assert links[f"{LIB}/libcuda.so"] == "libcuda.so.1"
     assert links[f"{LIB}/libnvidia-nvvm.so.4"] == f"libnvidia-nvvm.so.{V}"
