@@ -13,7 +13,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, TypedDict
 
-from gpuslice.discovery.hostpath import MigMinors, load_mig_minors, normalize_bus_id, read_machine_type, read_numa_node
+from gpuslice.discovery.hostpath import (
+    MigMinors,
+    load_mig_minors,
+    normalize_bus_id,
+    read_machine_type,
+    read_numa_node,
+    read_pci_class,
+)
+from gpuslice.discovery.nvml_fabric import fabric_info
 from gpuslice.discovery.xid import DEFAULT_IGNORED_XIDS, XidEvent, instance_id
 from gpuslice.gpu import ComputeCapability, Gpu, MigCatalogue, MigInstance, Node, catalogue_for
 
@@ -60,6 +68,7 @@ class NvmlLibrary(Protocol):
     def nvmlDeviceGetPciInfo(self, handle: Any) -> Any: ...
     def nvmlDeviceGetNumaNodeId(self, handle: Any) -> int: ...
     def nvmlDeviceGetMinorNumber(self, handle: Any) -> int: ...
+    def nvmlDeviceGetGpuFabricInfo(self, handle: Any, info: Any) -> int: ...  # fills c_nvmlGpuFabricInfo_t
     def nvmlDeviceGetMigMode(self, handle: Any) -> list[int]: ...
     def nvmlDeviceGetMaxMigDeviceCount(self, handle: Any) -> int: ...
     def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: Any, index: int) -> Any: ...
@@ -78,6 +87,7 @@ class NvmlLibrary(Protocol):
     def nvmlEventSetWait(self, event_set: Any, timeout_ms: int) -> Any: ...
     def nvmlEventSetFree(self, event_set: Any) -> None: ...
     def c_nvmlGpuInstancePlacement_t(self, start: int, size: int) -> Any: ...
+    def c_nvmlGpuFabricInfo_t(self) -> Any: ...
     def byref(self, value: Any) -> Any: ...  # ctypes.byref, re-exported by pynvml: placements go by pointer
     def nvmlDeviceCreateGpuInstanceWithPlacement(self, handle: Any, profile_id: int, placement: Any) -> Any: ...
     def nvmlGpuInstanceGetComputeInstanceProfileInfo(self, gpu_instance: Any, profile: int, engine: int) -> Any: ...
@@ -234,6 +244,9 @@ class NvmlBackend:
         device_minor = self._optional(index, "nvmlDeviceGetMinorNumber", handle)
         modes = self._optional(index, "nvmlDeviceGetMigMode", handle)
         mig_enabled = bool(modes and modes[0] == 1)
+        info = self.library.c_nvmlGpuFabricInfo_t()
+        supported = self._optional(index, "nvmlDeviceGetGpuFabricInfo", handle, self.library.byref(info))
+        fabric = fabric_info(info) if supported is not None else None
         gpu = Gpu(
             index=index,
             uuid=uuid,
@@ -244,6 +257,8 @@ class NvmlBackend:
             pci_bus_id=bus_id,
             minor=device_minor,
             mig_enabled=mig_enabled,
+            pci_class=read_pci_class(self.driver_root, bus_id),  # NVML has no call for it; sysfs does
+            fabric=fabric,
         )
         if not mig_enabled:
             return gpu
