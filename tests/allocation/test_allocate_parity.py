@@ -52,3 +52,23 @@ def test_the_request_size_rule_counts_a_repeated_replica_once() -> None:
     _, strict = resource_for("h100x4", config)
     answer = allocate_container(strict, [f"{G0}::2", f"{G0}::2"])
     assert answer.physical_ids == (G0,)
+
+
+# Differences we keep (docs/configuration.md, "Differences from NVIDIA's plugin"): (id, config, IDs, check).
+MPS_ELSEWHERE = "flags: {mpsRoot: /run/nvidia/mps}\nsharing: {mps: {resources: [{name: mig-1g.10gb, replicas: 2}]}}"
+KEPT = [
+    ("mps-for-a-resource-the-node-lacks", MPS_ELSEWHERE, [G0], "no MPS edits on nvidia.com/gpu"),
+    ("replicas-of-one-gpu-list-its-node-once", TIME_SLICED, [f"{G0}::0", f"{G0}::1"], "one /dev/nvidia0"),
+]
+
+
+@pytest.mark.parametrize(("config", "ids", "rule"), [k[1:] for k in KEPT], ids=[k[0] for k in KEPT])
+def test_differences_we_keep(config: str, ids: list[str], rule: str) -> None:
+    parsed = parse_config_text(config).config
+    resource = resource_for("h100x4", config)[1]
+    answer = allocate_container(resource, ids, options=allocate_options(parsed, DeviceListSettings.from_config(parsed)))
+    if rule.startswith("no MPS"):
+        assert resource.name == "nvidia.com/gpu" and resource.sharing != "mps"
+        assert "CUDA_MPS_PIPE_DIRECTORY" not in answer.edits.envs and not answer.edits.mounts
+    else:
+        assert [node.container_path for node in answer.edits.device_nodes].count("/dev/nvidia0") == 1

@@ -48,9 +48,9 @@ def nodes_of(spec: dict[str, Any], name: str) -> list[str]:
 def test_whole_gpus_by_uuid() -> None:
     h100 = node("h100x4")
     spec = gpu_spec(h100)
-    assert spec["cdiVersion"] == "0.3.0", "UUID names and no host paths need nothing newer"
+    assert spec["cdiVersion"] == "0.5.0", "index names start with a digit: 0.5.0 is the lowest that takes them"
     assert spec["kind"] == "k8s.device-plugin.nvidia.com/gpu" == GPU_KIND
-    assert names(spec) == [gpu.uuid for gpu in h100.gpus] + ["all"]
+    assert names(spec) == [name for gpu in h100.gpus for name in (gpu.uuid, str(gpu.index))] + ["all"]
     assert nodes_of(spec, h100.gpus[2].uuid) == ["/dev/nvidia2"]
     assert nodes_of(spec, "all") == [f"/dev/nvidia{i}" for i in range(4)]
     assert spec["containerEdits"]["env"] == ["NVIDIA_VISIBLE_DEVICES=void"]
@@ -66,8 +66,8 @@ def test_whole_gpus_by_uuid() -> None:
 def test_mig_devices_by_index_with_their_capability_nodes() -> None:
     h100 = node("h100x4-mig")
     spec = gpu_spec(h100, "index")
-    assert spec["cdiVersion"] == "0.5.0", "device names that start with a digit need 0.5.0"
-    assert names(spec)[:9] == ["0", "0:0", "0:1", "0:2", "0:3", "0:4", "0:5", "0:6", "1"]
+    first = h100.gpus[0]
+    assert names(spec)[:5] == ["0", first.uuid, "0:0", first.mig_instances[0].uuid, "0:1"]
     mig = h100.gpus[1].mig_instances[3]
     assert nodes_of(spec, "1:3") == [
         "/dev/nvidia1",
@@ -75,6 +75,7 @@ def test_mig_devices_by_index_with_their_capability_nodes() -> None:
         f"/dev/nvidia-caps/nvidia-cap{mig.ci_cap_minor}",
     ]
     assert len(nodes_of(spec, "all")) == 4 + 4 * 7 * 2
+    assert nodes_of(spec, mig.uuid) == nodes_of(spec, "1:3")
     assert spec_problems(spec) == []
 
 

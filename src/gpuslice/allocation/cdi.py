@@ -68,9 +68,10 @@ def gpu_spec(
     common: Mapping[str, Any] | None = None,
     control_nodes: Sequence[str] = CONTROL_NODES,
 ) -> dict[str, Any]:
-    """The CDI spec of every GPU and MIG device on the node, plus `all`.
+    """The CDI spec of every GPU and MIG device on the node, each by UUID and by index, plus `all`.
 
-    Common edits carry the control nodes and NVIDIA_VISIBLE_DEVICES=void (so the legacy runtime hook
+    Both names are written whatever the deviceIDStrategy (its form first), so a name that a runtime
+    or a user picked by hand (`--device k8s.device-plugin.nvidia.com/gpu=0`) resolves too. Common edits carry the control nodes and NVIDIA_VISIBLE_DEVICES=void (so the legacy runtime hook
     does not inject devices a second time), plus `common` (the driver's mounts and hooks, cdi_driver);
     each device carries its own device nodes.
     """
@@ -79,15 +80,13 @@ def gpu_spec(
     for gpu in node.gpus:
         entries: list[tuple[Gpu, MigInstance | None]] = [(gpu, None)]
         entries += [(gpu, mig) for mig in gpu.mig_instances]
+        other: IdStrategy = "index" if strategy == "uuid" else "uuid"
         for parent, mig in entries:
             paths = _device_paths(parent, mig)
             every += paths
-            devices.append(
-                {
-                    "name": gpu_device_name(parent, mig, strategy),
-                    "containerEdits": {"deviceNodes": [_node(p, dev_root) for p in paths]},
-                }
-            )
+            nodes = [_node(p, dev_root) for p in paths]
+            for name in (gpu_device_name(parent, mig, strategy), gpu_device_name(parent, mig, other)):
+                devices.append({"name": name, "containerEdits": {"deviceNodes": nodes}})
     if devices:
         devices.append(
             {
