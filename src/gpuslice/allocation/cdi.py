@@ -70,10 +70,11 @@ def gpu_spec(
 ) -> dict[str, Any]:
     """The CDI spec of every GPU and MIG device on the node, each by UUID and by index, plus `all`.
 
-    Both names are written whatever the deviceIDStrategy (its form first), so a name that a runtime
-    or a user picked by hand (`--device k8s.device-plugin.nvidia.com/gpu=0`) resolves too. Common edits carry the control nodes and NVIDIA_VISIBLE_DEVICES=void (so the legacy runtime hook
-    does not inject devices a second time), plus `common` (the driver's mounts and hooks, cdi_driver);
-    each device carries its own device nodes.
+    Both names are written whatever the deviceIDStrategy (its form first), so a name that a user
+    picked by hand (`--device k8s.device-plugin.nvidia.com/gpu=0`) resolves too. Common edits carry
+    the control nodes and NVIDIA_VISIBLE_DEVICES=void (so the legacy runtime hook does not inject
+    devices a second time), plus `common` (the driver's mounts and hooks, cdi_driver); each device
+    carries its own device nodes.
     """
     devices: list[dict[str, Any]] = []
     every: list[str] = []
