@@ -83,6 +83,8 @@ REFUSED: list[tuple[str, str, str]] = [
         "c.yaml:3: flags.gfd.sleepInterval: invalid duration '5x'",
     ),
     ("duration-type", "flags:\n  gfd:\n    sleepInterval: [1]\n", "invalid duration: a list"),
+    ("cdi-hook-name", "gpuslice:\n  cdiDisableHooks: ['rm -rf']\n", "gpuslice.cdiDisableHooks: 'rm -rf' is not a hook"),
+    ("cdi-too-many-flags", "gpuslice:\n  cdiFeatureFlags: [" + ", ".join(["a"] * 33) + "]\n", "at most 32 names"),
 ]
 
 

@@ -339,6 +339,10 @@ class Imex(_Model):
         return value
 
 
+MAX_CDI_NAMES = 32
+_CDI_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+
+
 class Extensions(_Model):
     """gpuslice's own keys under `gpuslice:` (NVIDIA's plugin ignores unknown top-level keys).
 
@@ -359,10 +363,15 @@ class Extensions(_Model):
     @classmethod
     def _names(cls, value: Any) -> Any:
         if isinstance(value, str):
-            return tuple(item.strip() for item in value.split(",") if item.strip())
-        if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
-            return tuple(value)
-        raise ValueError(f"expected a list of names, got {describe_value(value)}")
+            value = [item.strip() for item in value.split(",") if item.strip()]
+        if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
+            raise ValueError(f"expected a list of names, got {describe_value(value)}")
+        if len(value) > MAX_CDI_NAMES:
+            raise ValueError(f"at most {MAX_CDI_NAMES} names, got {len(value)}")
+        for item in value:
+            if not _CDI_NAME.fullmatch(item):
+                raise ValueError(f"{item[:80]!r} is not a hook or feature-flag name (lower-case letters, digits, '-')")
+        return tuple(value)
 
 
 class Config(_Model):
