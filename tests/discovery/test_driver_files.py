@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuslice.discovery import driver_files
 from gpuslice.discovery.driver_files import (
     EXPECTED_BINARIES,
     discover_driver_files,
@@ -106,3 +107,21 @@ def test_feature_devices_and_files(tmp_path: Path) -> None:
         "/dev/infiniband/rdma_cm",
         "/dev/infiniband/uverbs0",
     )
+
+
+def test_a_link_loop_is_not_followed_forever(tmp_path: Path) -> None:
+    root = build_fake_driver_root(tmp_path)
+    os.symlink("loop-b", root / "usr/bin/loop-a")
+    os.symlink("loop-a", root / "usr/bin/loop-b")
+    os.unlink(root / "usr/bin/nvidia-smi")
+    os.symlink("loop-a", root / "usr/bin/nvidia-smi")  # a link that never ends is not a binary
+    files = discover_driver_files(str(root), V)
+    assert "nvidia-smi" in (files.warning() or "")
+    assert files.version == V
+
+
+def test_a_directory_is_read_up_to_the_entry_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = build_fake_driver_root(tmp_path)
+    monkeypatch.setattr(driver_files, "MAX_DIRECTORY_ENTRIES", 3)
+    files = discover_driver_files(str(root), V)
+    assert len([p for p in files.libraries if p.startswith(LIB + "/lib")]) <= 3

@@ -231,7 +231,10 @@ class _RootedLookup:
                 hops += 1
                 if hops > _MAX_SYMLINK_HOPS:
                     return None
-                target = PurePosixPath(os.readlink(candidate))
+                try:
+                    target = PurePosixPath(os.readlink(candidate))
+                except OSError:
+                    return None
                 if target.is_absolute():
                     resolved = []
                 parts = [p for p in target.parts if p not in ("/", "")] + parts
@@ -258,9 +261,10 @@ class _RootedLookup:
         if parent is None:
             return None
         candidate = os.path.join(parent, PurePosixPath(path).name)
-        if not os.path.islink(candidate):
+        try:
+            return PurePosixPath(os.readlink(candidate)).name if os.path.islink(candidate) else None
+        except OSError:
             return None
-        return PurePosixPath(os.readlink(candidate)).name
 
     def entries(self, directory: str) -> list[str]:
         """Every entry directly in `directory` (at most MAX_DIRECTORY_ENTRIES), as paths inside the root."""
@@ -268,11 +272,14 @@ class _RootedLookup:
         if real is None or not os.path.isdir(real):
             return []
         names = []
-        with os.scandir(real) as entries:
-            for count, entry in enumerate(entries):
-                if count >= MAX_DIRECTORY_ENTRIES:
-                    break
-                names.append(entry.name)
+        try:
+            with os.scandir(real) as entries:
+                for count, entry in enumerate(entries):
+                    if count >= MAX_DIRECTORY_ENTRIES:
+                        break
+                    names.append(entry.name)
+        except OSError:  # an unreadable directory holds nothing we can mount
+            return []
         base = PurePosixPath("/" + directory.strip("/"))
         return sorted(str(base / n) for n in names)
 
