@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from gpuslice.allocation import allocate_container
-from gpuslice.allocation.strategies import DeviceListSettings
-from gpuslice.config import parse_config_text
-from gpuslice.plugin.compat import allocate_options
-from tests.allocation.helpers import TIME_SLICED, resource_for
+from gpuslice.allocation import AllocateOptions, allocate_container, nvidia_answer
+from gpuslice.config import Config, parse_config_text
+from tests.support.resources import TIME_SLICED, resource_for
 
 NODE, WHOLE = resource_for("h100x4")
 _, SHARED = resource_for("h100x4", TIME_SLICED)
 G0, G1 = NODE.gpus[0].uuid, NODE.gpus[1].uuid
 NVIDIA = "flags: {plugin: {passDeviceSpecs: false}}"
 CDI_IMEX_MOFED = "flags: {mofedEnabled: true, plugin: {passDeviceSpecs: false, deviceListStrategy: [envvar, cdi-cri]}}"
+
+
+def nvidia_options(config: Config, imex_channels: tuple[int, ...] = ()) -> AllocateOptions:
+    """NVIDIA's whole answer, as `gpuslice plugin` builds it (channels that passed the start-up check)."""
+    return AllocateOptions.from_config(config, imex_channels=imex_channels, pipeline=(nvidia_answer,))
+
 
 # (id, config, shared resource?, requested IDs, expected device IDs, expected envs, expected CDI names)
 CASES = [
@@ -40,8 +44,8 @@ def test_allocate_answers_as_nvidia_does(
     config: str, shared: bool, ids: list[str], device_ids: list[str], envs: dict[str, str], cdi: list[str]
 ) -> None:
     parsed = parse_config_text(config).config
-    settings = DeviceListSettings.from_config(parsed, imex_channels=(0,) if "mofed" in config else ())
-    answer = allocate_container(SHARED if shared else WHOLE, ids, options=allocate_options(parsed, settings))
+    options = nvidia_options(parsed, imex_channels=(0,) if "mofed" in config else ())
+    answer = allocate_container(SHARED if shared else WHOLE, ids, options=options)
     assert list(answer.device_ids) == device_ids
     assert answer.edits.envs == envs
     assert list(answer.edits.cdi_devices) == cdi
@@ -66,7 +70,7 @@ KEPT = [
 def test_differences_we_keep(config: str, ids: list[str], rule: str) -> None:
     parsed = parse_config_text(config).config
     resource = resource_for("h100x4", config)[1]
-    answer = allocate_container(resource, ids, options=allocate_options(parsed, DeviceListSettings.from_config(parsed)))
+    answer = allocate_container(resource, ids, options=nvidia_options(parsed))
     if rule.startswith("no MPS"):
         assert resource.name == "nvidia.com/gpu" and resource.sharing != "mps"
         assert "CUDA_MPS_PIPE_DIRECTORY" not in answer.edits.envs and not answer.edits.mounts

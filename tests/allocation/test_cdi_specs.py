@@ -10,18 +10,16 @@ from typing import Any
 
 import pytest
 
-from gpuslice.allocation import allocate_container
+from gpuslice.allocation import AllocateOptions, allocate_container, nvidia_answer
 from gpuslice.allocation.cdi import GPU_SPEC_FILE, IMEX_SPEC_FILE, CdiError
 from gpuslice.allocation.cdi_driver import CdiDriverOptions
 from gpuslice.allocation.cdi_resolve import load_specs, resolve
 from gpuslice.allocation.cdi_specs import CdiSettings, CdiSpecUpkeep, SpecSet, build_specs, feature_spec_file
 from gpuslice.allocation.cdi_validate import minimum_version, spec_problems
-from gpuslice.allocation.strategies import DeviceListSettings
 from gpuslice.config import apply_overrides, parse_config_text
 from gpuslice.discovery import load_node_spec
 from gpuslice.discovery.driver_files_fake import FAKE_DRIVER_VERSION, build_fake_driver_root
 from gpuslice.gpu import Node
-from gpuslice.plugin.compat import allocate_options
 from gpuslice.sharing import build_resources
 from tests.support.dirs import short_temp_dir
 
@@ -210,12 +208,12 @@ def test_every_name_in_an_allocate_answer_resolves(workdir: Path, config: str, p
     node = h100(preset)
     roots = {"flags.nvidiaDriverRoot": HOST_ROOT, "flags.plugin.containerDriverRoot": str(root)}
     parsed = apply_overrides(parse_config_text(config).config, roots)
-    device_list = DeviceListSettings.from_config(parsed, imex_channels=parsed.imex.channel_ids)
+    options = AllocateOptions.from_config(parsed, imex_channels=parsed.imex.channel_ids, pipeline=(nvidia_answer,))
     CdiSpecUpkeep(workdir / "cdi").write(build_specs(node, CdiSettings.from_config(parsed, parsed.imex.channel_ids)))
     specs = load_specs(workdir / "cdi")
     for resource in build_resources(node, parsed).resources:
         for device in resource.devices[:3]:
-            answer = allocate_container(resource, [device.id], options=allocate_options(parsed, device_list))
+            answer = allocate_container(resource, [device.id], options=options)
             names = list(answer.edits.cdi_devices)
             for annotation in answer.edits.annotations.values():
                 assert annotation.split(",") == names

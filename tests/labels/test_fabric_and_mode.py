@@ -10,8 +10,8 @@ import pytest
 from gpuslice.config import effective_sharing
 from gpuslice.discovery import NodeSpecError, parse_node_spec
 from gpuslice.discovery.nvml import NvmlBackend
-from gpuslice.discovery.nvml_fabric import NVML_GPU_FABRIC_STATE_COMPLETED
-from gpuslice.discovery.nvml_nodes import dgx_h100
+from gpuslice.discovery.nvml.fabric import NVML_GPU_FABRIC_STATE_COMPLETED
+from gpuslice.discovery.nvml.nodes import dgx_h100
 from gpuslice.labels.nvidia import nvidia_labels
 from tests.labels.helpers import H100, L4, config, node
 

@@ -14,8 +14,8 @@ from gpuslice.config import ConfigError
 from gpuslice.discovery import load_node_spec
 from gpuslice.discovery.driver_files_fake import build_fake_driver_root
 from gpuslice.kubelet import MockKubelet
-from tests.mps.fake_program import write_fake_program
 from tests.support import process as support
+from tests.support.mps_program import write_fake_program
 
 WAIT_S = 20.0
 GPU = "nvidia.com/gpu"

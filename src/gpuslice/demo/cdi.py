@@ -6,14 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuslice.allocation.cdi_resolve import ResolvedEdits, load_specs, resolve
-from gpuslice.allocation.cdi_specs import CdiSpecUpkeep
-from gpuslice.config import apply_overrides, parse_config_text
 from gpuslice.discovery import load_node_spec
 from gpuslice.discovery.driver_files_fake import build_fake_driver_root
 from gpuslice.kubelet import MockKubelet
-from gpuslice.plugin.compat import CompatOptions, allocate_options, device_list_settings, write_cdi_specs
-from gpuslice.plugin.run import assemble_manager
-from gpuslice.sharing import build_resources
+from gpuslice.plugin.app import AppOptions, PluginApp
 
 CONFIG = "flags:\n  plugin:\n    deviceListStrategy: cdi-cri\n"
 HOST_DRIVER_ROOT = "/run/nvidia/driver"  # the host path the spec names; the fake root stands for its mount
@@ -32,7 +28,7 @@ class CdiPart:
     device_nodes: list[str] = field(default_factory=list)
     mounts: list[str] = field(default_factory=list)
     hooks: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    removed: bool = False  # the plugin removed its spec files when it stopped
     claim: str = ""
     holds: bool = False
     evidence: list[str] = field(default_factory=list)
@@ -42,28 +38,32 @@ def run_cdi_part(directory: Path) -> CdiPart:
     """Mock kubelet + the plugin with `deviceListStrategy: cdi-cri`; the spec comes from a fake driver root."""
     node = load_node_spec("preset:h100x4").node
     root = build_fake_driver_root(directory / "driver-root", version=node.driver_version)
-    roots = {"flags.nvidiaDriverRoot": HOST_DRIVER_ROOT, "flags.plugin.containerDriverRoot": str(root)}
-    config = apply_overrides(parse_config_text(CONFIG, "<demo cdi>").config, roots)
-    plan = build_resources(node, config)
-    settings, _ = device_list_settings(config, CompatOptions.for_fake_backend(str(directory / "cdi")))
-    upkeep = CdiSpecUpkeep(directory / "cdi")
+    config_file = directory / "config.yaml"
+    config_file.write_text(CONFIG)
+    cdi_dir = directory / "cdi"
     part = CdiPart(
         node=f"{node.name} (preset h100x4), NVML driver {node.driver_version}",
         config="flags.plugin.deviceListStrategy: cdi-cri",
         driver_root=f"a fake {node.driver_version} driver root in the temp dir, named {HOST_DRIVER_ROOT} on the host",
     )
-    written = write_cdi_specs(upkeep, config, settings, node)
-    part.spec_files = [path.name for path in written]
-    resource = plan.resources[0].name
-    with (
-        MockKubelet(directory / "kubelet", checkpoint_enabled=False) as kubelet,
-        assemble_manager(plan, node, config, kubelet.socket_path, options=allocate_options(config, settings)),
-    ):
-        kubelet.wait_for(resource=resource, allocatable=len(node.gpus))
-        allocation = kubelet.admit_one(POD, resource)
-    part.names = allocation.cdi_devices
-    edits = resolve(load_specs(directory / "cdi"), part.names)
-    upkeep.remove()
+    with MockKubelet(directory / "kubelet", checkpoint_enabled=False) as kubelet:
+        options = AppOptions(
+            backend="fake",
+            node_spec="preset:h100x4",
+            config_file=str(config_file),
+            kubelet_socket=str(kubelet.socket_path),
+            cdi_spec_dir=str(cdi_dir),
+            # --driver-root and --container-driver-root, as the CLI would pass them
+            overrides={"flags.nvidiaDriverRoot": HOST_DRIVER_ROOT, "flags.plugin.containerDriverRoot": str(root)},
+        )
+        with PluginApp(options) as app:
+            resource = app.plan.resources[0].name
+            kubelet.wait_for(resource=resource, allocatable=len(node.gpus))
+            allocation = kubelet.admit_one(POD, resource)
+            part.spec_files = sorted(path.name for path in cdi_dir.iterdir())
+            part.names = allocation.cdi_devices
+            edits = resolve(load_specs(cdi_dir), part.names)
+        part.removed = not any(cdi_dir.iterdir())
     part.device_nodes = list(edits.device_paths)
     part.mounts = list(edits.mount_paths)
     part.hooks = list(edits.hook_names)
@@ -81,11 +81,13 @@ def _prove(part: CdiPart, edits: ResolvedEdits, device_id: str) -> None:
         and bool(libcuda)
         and {"create-symlinks", "update-ldcache"} <= set(part.hooks)
         and all(str(m["hostPath"]).startswith(HOST_DRIVER_ROOT + "/") for m in edits.mounts)
+        and part.removed
     )
     part.evidence = [
         f"{part.names[0].split('=')[0]}={device_id[:12]}...: {len(part.device_nodes)} device nodes, "
         f"{len(part.mounts)} read-only mounts, hooks {', '.join(part.hooks)}",
         f"host paths under {HOST_DRIVER_ROOT}: {edits.mounts[0]['hostPath'] if edits.mounts else 'none'}",
+        f"the plugin removed its spec files when it stopped: {'yes' if part.removed else 'NO'}",
     ]
 
 
