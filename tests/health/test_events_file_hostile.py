@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuslice.discovery.health_file import MAX_LINE_BYTES, HealthFileSource
+from gpuslice.discovery.health_file import MAX_EVENT_LINE_BYTES, HealthFileSource
 from gpuslice.discovery.xid import XidEvent
 
 GPU = "GPU-d7ba11ef-6db1-5d54-a28e-f84d79c26838"
@@ -50,10 +50,10 @@ def test_an_endless_line_is_not_held_and_is_skipped_once_it_ends(
     for _ in range(5):  # 5 MiB without a newline, in several polls
         append(path, b"x" * (1 << 20))
         assert source.poll() == []
-        assert len(source._partial) <= MAX_LINE_BYTES, "an endless line is counted, not kept"
+        assert len(source._partial) <= MAX_EVENT_LINE_BYTES, "an endless line is counted, not kept"
     append(path, f"\n{GPU} 79\n".encode())
     assert source.poll() == [XidEvent(GPU, 79)]
     (warning,) = warnings(caplog)
-    assert f"line 1 skipped: longer than the limit of {MAX_LINE_BYTES} bytes (5242880 bytes)" in warning
+    assert f"line 1 skipped: longer than the limit of {MAX_EVENT_LINE_BYTES} bytes (5242880 bytes)" in warning
     assert source.bad_lines == 1
     source.close()

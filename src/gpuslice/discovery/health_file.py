@@ -19,7 +19,7 @@ ALL_DEVICES_TOKEN = "all"  # `all <xid>`: an event without a device, which NVIDI
 RECOVERY_WORD = "ok"
 _READ_CHUNK = 1 << 20
 # An event line is under 100 bytes; a longer one is skipped (with one warning) without being held in memory.
-MAX_LINE_BYTES = 4096
+MAX_EVENT_LINE_BYTES = 4096
 
 
 class HealthLineError(ValueError):
@@ -76,7 +76,7 @@ class HealthFileSource:
         self._identity: tuple[int, int] | None = None
         self._offset = 0
         self._partial = b""
-        self._overlong = 0  # bytes of the current line already discarded for being over MAX_LINE_BYTES
+        self._overlong = 0  # bytes of the current line already discarded for being over MAX_EVENT_LINE_BYTES
         self._line_number = 0
         self._primed = False
         self._last_error = ""
@@ -159,13 +159,13 @@ class HealthFileSource:
             pieces = chunk.split(b"\n")
             for position, piece in enumerate(pieces):
                 ends_line = position < len(pieces) - 1
-                if self._overlong or len(self._partial) + len(piece) > MAX_LINE_BYTES:
+                if self._overlong or len(self._partial) + len(piece) > MAX_EVENT_LINE_BYTES:
                     # Held bytes stay bounded: an endless line is counted, not kept, and skipped once it ends.
                     self._overlong += len(self._partial) + len(piece)
                     self._partial = b""
                     if ends_line:
                         self._line_number += 1
-                        self._skip(f"longer than the limit of {MAX_LINE_BYTES} bytes ({self._overlong} bytes)")
+                        self._skip(f"longer than the limit of {MAX_EVENT_LINE_BYTES} bytes ({self._overlong} bytes)")
                         self._overlong = 0
                 elif ends_line:
                     line, self._partial = self._partial + piece, b""

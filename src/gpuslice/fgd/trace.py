@@ -24,7 +24,7 @@ POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 # comes near MAX_VALUE, and the int64 tables would overflow long after it.
 MAX_NODES = 100_000
 MAX_PODS = 1_000_000
-MAX_LINE_BYTES = 64 * 1024
+MAX_OPENB_LINE_BYTES = 64 * 1024
 MAX_VALUE = 10**12
 
 IntArray = npt.NDArray[np.int64]
@@ -119,7 +119,7 @@ def _rows(path: Path, required: tuple[str, ...], limit: int) -> list[tuple[int, 
     """(line, row) of a CSV file with these columns, streamed and checked (UTF-8, line length, row count)."""
     if not path.is_file():
         raise OpenbTraceError(f"{path} does not exist")
-    lines = iter_text_lines(path, "openb trace", MAX_LINE_BYTES)
+    lines = iter_text_lines(path, "openb trace", MAX_OPENB_LINE_BYTES)
     rows: list[tuple[int, dict[str, str]]] = []
     number = 1
     try:

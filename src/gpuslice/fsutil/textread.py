@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-# One number per kind of input keeps the rules in one place; docs/security.md states each of them.
-MIB = 1 << 20
+_MIB = 1 << 20
 
 
 class InputFileError(ValueError):
@@ -49,7 +48,7 @@ def read_bounded_text(path: str | Path, kind: str, max_bytes: int) -> str:
 
 
 def _mib(size: int) -> str:
-    return f"{size / MIB:g} MiB" if size >= MIB else f"{size / 1024:g} KiB"
+    return f"{size / _MIB:g} MiB" if size >= _MIB else f"{size / 1024:g} KiB"
 
 
 def iter_text_lines(path: str | Path, kind: str, max_line_bytes: int) -> Iterator[tuple[int, str]]:

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from gpuslice.cli.main import cli
 from gpuslice.sim.core.clusters import MAX_CLUSTER_NODES
 from gpuslice.sim.traces import TraceError, csv_format
-from gpuslice.sim.traces.csv_format import MAX_LINE_BYTES, MAX_TRACE_PODS, MAX_TRACE_SECONDS, load_trace
+from gpuslice.sim.traces.csv_format import MAX_TRACE_LINE_BYTES, MAX_TRACE_PODS, MAX_TRACE_SECONDS, load_trace
 
 HEAD = "# cluster: 2xdgx-h100\njob_id,submit,duration,pods,gpu\n"
 
@@ -47,8 +47,8 @@ CASES = [
     ),
     (
         "long-line",
-        (HEAD + "a" * (MAX_LINE_BYTES + 10) + "\n").encode(),
-        f"invalid trace {{path}}:3: a line longer than the limit of {MAX_LINE_BYTES} bytes",
+        (HEAD + "a" * (MAX_TRACE_LINE_BYTES + 10) + "\n").encode(),
+        f"invalid trace {{path}}:3: a line longer than the limit of {MAX_TRACE_LINE_BYTES} bytes",
     ),
     ("carriage-return", (HEAD + "a,0,60\r,1,1\n").encode(), "{path}:3: not CSV"),
     ("random-bytes", bytes(range(256)) * 4, "{path}: missing the '# cluster: <spec>' header"),

@@ -47,7 +47,7 @@ REQUIRED = ("job_id", "submit", "duration", "pods", "gpu")
 # policy, so a million rows and four million pods stay a few GiB, well inside a 24 GiB machine.
 MAX_TRACE_ROWS = 1_000_000
 MAX_TRACE_PODS = 4_000_000
-MAX_LINE_BYTES = 64 * 1024
+MAX_TRACE_LINE_BYTES = 64 * 1024
 # Ten years: longer submit times or durations are typing mistakes (or 1e300), and would print as inf.
 MAX_TRACE_SECONDS = 10 * 365 * 86_400
 _TRUE = {"true", "1", "yes"}
@@ -69,7 +69,7 @@ def load_trace(path: str | Path) -> Trace:
     """Read a trace file, streamed line by line; errors name the file, the line and the column."""
     source = Path(path)
     try:
-        return _parse_lines(iter_text_lines(source, "trace", MAX_LINE_BYTES), str(source), source.stem)
+        return _parse_lines(iter_text_lines(source, "trace", MAX_TRACE_LINE_BYTES), str(source), source.stem)
     except OSError as exc:
         raise TraceError(f"cannot read trace {source}: {exc.strerror or exc}") from exc
     except InputFileError as exc:
