@@ -1,0 +1,227 @@
+"""Cluster state for the openb simulator: per-node arrays in tie order plus interned node states.
+
+A node's *state* is (GPU model, free CPU, free GPU milli sorted high to low). Fragmentation and FGD's
+score depend only on the state, and the 1,213 nodes share states massively (all idle T4 nodes are one
+state), so everything derived from a state is computed once and cached by state id.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from gpuslice.fgd.frag import TaskArrays
+from gpuslice.fgd.trace import NodeTable
+from gpuslice.gpu.units import MILLI
+
+IntArray = npt.NDArray[np.int64]
+
+
+class StateTable:
+    """Interned node states. Row `sid` of `packed` holds [model, cpu, Σ_m w_m F_n(m), Σ_m w_m (milli task m
+    can use), total free, per-task fitting milli, per-task fitting GPU count, free milli per GPU slot (high to
+    low)]; the columns from FRAG up to the GPU slots are derived, filled in batches when first needed."""
+
+    MODEL, CPU, FRAG, FIT, TOTAL = 0, 1, 2, 3, 4
+
+    def __init__(self, tasks: TaskArrays, slots: int, capacity: int = 4096) -> None:
+        self.tasks = tasks
+        self.slots = slots
+        ntasks = tasks.size
+        self.sums_cols = slice(self.TOTAL, self.TOTAL + 1 + 2 * ntasks)  # laid out as TaskArrays.free_sums
+        self.big_cols = slice(self.TOTAL + 1, self.TOTAL + 1 + ntasks)
+        self.count_cols = slice(self.TOTAL + 1 + ntasks, self.TOTAL + 1 + 2 * ntasks)
+        self.task_cols = slice(self.TOTAL + 1, self.TOTAL + 1 + 2 * ntasks)  # big then count, side by side
+        self.gpu_cols = slice(self.sums_cols.stop, self.sums_cols.stop + slots)
+        self.size = 0
+        self._index: dict[tuple[int, int, tuple[int, ...]], int] = {}
+        self.packed = np.zeros((capacity, self.gpu_cols.stop), dtype=np.int64)
+        self.ready = np.zeros(capacity, dtype=bool)
+        self.underived = 0  # interned states without derived columns: none lets `rows` skip its check
+        self._cpu_levels: list[int] = tasks.cpu_levels.tolist()
+
+    @property
+    def capacity(self) -> int:
+        return len(self.ready)
+
+    def intern(self, model: int, cpu: int, gpus_desc: tuple[int, ...]) -> int:
+        """The id of this state (gpus_desc: free milli per GPU slot, high to low, padded with 0)."""
+        key = (model, cpu, gpus_desc)
+        sid = self._index.get(key)
+        if sid is not None:
+            return sid
+        sid = self.size
+        if sid == self.capacity:
+            self.packed = np.concatenate([self.packed, np.zeros_like(self.packed)])
+            self.ready = np.concatenate([self.ready, np.zeros_like(self.ready)])
+        row = self.packed[sid]
+        row[self.MODEL] = model
+        row[self.CPU] = cpu
+        row[self.gpu_cols] = gpus_desc
+        self._index[key] = sid
+        self.size += 1
+        self.underived += 1
+        return sid
+
+    def ensure(self, sids: IntArray) -> None:
+        """Compute the derived columns of the states among `sids` that lack them (vectorised)."""
+        todo = sids[~self.ready[sids]]
+        if len(todo):
+            self.packed[todo] = self._derive(self.packed[todo])
+            self._mark_ready(todo)
+
+    def _mark_ready(self, sids: IntArray) -> None:
+        self.ready[sids] = True
+        self.underived = self.size - int(np.count_nonzero(self.ready[: self.size]))
+
+    def rows(self, sids: IntArray) -> IntArray:
+        """The packed rows of `sids`, derived columns included (one gather when they are already known)."""
+        rows = self.packed[sids]
+        if not self.underived:
+            return rows
+        ready = self.ready[sids]
+        if ready.all():
+            return rows
+        if not ready.any():  # the common case: the one state the last pod created
+            self._derive(rows)
+            self.packed[sids] = rows
+            self._mark_ready(sids)
+            return rows
+        missing = ~ready
+        todo = sids[missing]
+        rows[missing] = self._derive(rows[missing])
+        self.packed[todo] = rows[missing]
+        self._mark_ready(todo)
+        return rows
+
+    def _derive(self, rows: IntArray) -> IntArray:
+        """Fill the derived columns of `rows` in place (and return it)."""
+        tasks = self.tasks
+        sums = tasks.free_sums(rows[:, self.gpu_cols])
+        rows[:, self.sums_cols] = sums
+        n = tasks.size
+        fit = tasks.fitting_sum(rows[:, self.MODEL], rows[:, self.CPU], sums[:, 1 : 1 + n], sums[:, 1 + n :])
+        rows[:, self.FIT] = fit
+        rows[:, self.FRAG] = sums[:, 0] * tasks.total_weight - fit
+        return rows
+
+    def derive_child(self, child: int, parent: int, taken: int, task_change: IntArray | None) -> None:
+        """Derive state `child` from the derived state `parent` that one pod turned into it: its GPUs lost
+        `taken` milli and its task columns (fitting milli, then fitting-GPU counts) change by `task_change`
+        (None: the pod took no GPU). Exactly what `_derive` computes, for the cost of a few small steps."""
+        if self.ready[child] or not self.ready[parent]:
+            return
+        tasks, packed = self.tasks, self.packed
+        row = packed[child]
+        columns = packed[parent, self.task_cols]
+        if task_change is not None:
+            columns = columns + task_change
+        row[self.task_cols] = columns
+        ntasks = tasks.size
+        rank = bisect.bisect_right(self._cpu_levels, int(row[self.CPU]))
+        runs = tasks.runs_by_rank[row[self.MODEL], rank] & (columns[ntasks:] >= tasks.num_gpu)
+        fit = int((columns[:ntasks] * runs) @ tasks.weight)
+        total = int(packed[parent, self.TOTAL]) - taken
+        row[self.TOTAL] = total
+        row[self.FIT] = fit
+        row[self.FRAG] = total * tasks.total_weight - fit
+        self.ready[child] = True
+        self.underived -= 1
+
+    def frag(self, sids: IntArray) -> IntArray:
+        """Σ_m w_m F_n(m) of each state."""
+        self.ensure(sids)
+        return np.asarray(self.packed[sids, self.FRAG], dtype=np.int64)
+
+
+class OpenbCluster:
+    """Free resources of every node, indexed by tie rank (index 0 = smallest random prefix = wins ties).
+
+    numpy arrays serve the vectorised policies; Python lists mirror the per-node values that the
+    placement loop reads and writes one at a time (cheaper than numpy scalar access).
+    """
+
+    def __init__(self, nodes: NodeTable, tie_order: Sequence[int] | IntArray, tasks: TaskArrays) -> None:
+        order = np.asarray(tie_order, dtype=np.int64)
+        self.n = len(order)
+        self.slots = max(1, int(nodes.gpus.max()))
+        self.names = [nodes.names[i] for i in order.tolist()]
+        self.model = nodes.model[order].copy()
+        self.model_bit = np.where(self.model >= 0, np.left_shift(1, np.maximum(self.model, 0)), 0).astype(np.int64)
+        self.all_models = (1 << len(nodes.models)) - 1
+        self.gpus = nodes.gpus[order].copy()
+        self.cpu = nodes.cpu[order].copy()
+        self.memory = nodes.memory[order].copy()
+        self.capacity_milli = int(self.gpus.sum()) * MILLI
+        slot = np.arange(self.slots)
+        self.gpu_free = np.where(slot[None, :] < self.gpus[:, None], MILLI, 0).astype(np.int64)
+        self.gpu_sorted = self.gpu_free.copy()  # free milli per GPU, high to low
+        self.free_total = self.gpus * MILLI
+        self.full_count = self.gpus.copy()
+        self.gpu_rows: list[list[int]] = self.gpu_free.tolist()
+        self.cpu_list: list[int] = self.cpu.tolist()
+        self.memory_list: list[int] = self.memory.tolist()
+        self.model_list: list[int] = self.model.tolist()
+        self.states = StateTable(tasks, self.slots)
+        self.state = np.array(
+            [
+                self.states.intern(m, c, tuple(r))
+                for m, c, r in zip(self.model_list, self.cpu_list, self.gpu_rows, strict=True)
+            ],
+            dtype=np.int64,
+        )
+        self.state_list: list[int] = self.state.tolist()
+        self.sorted_keys: list[tuple[int, ...]] = [tuple(r) for r in self.gpu_rows]
+        self.allocated_milli = 0
+
+    def feasible(self, cpu: int, memory: int, num_gpu: int, gpu_milli: int, mask: int) -> npt.NDArray[np.bool_]:
+        """Filter (reference §4): CPU and memory fit; a GPU pod needs an allowed model and num_gpu GPUs
+        each with free >= gpu_milli."""
+        ok = (self.cpu >= cpu) & (self.memory >= memory)
+        if num_gpu:
+            if num_gpu > self.slots:
+                return np.zeros(self.n, dtype=bool)
+            ok &= self.gpu_sorted[:, num_gpu - 1] >= gpu_milli
+            if mask != self.all_models:
+                ok &= (self.model_bit & mask) != 0
+        return ok
+
+    def bind(self, node: int, gpu_ids: Sequence[int], cpu: int, memory: int, gpu_milli: int) -> None:
+        row = self.gpu_rows[node]
+        for gpu in gpu_ids:
+            if row[gpu] < gpu_milli:
+                raise ValueError(f"node {self.names[node]} GPU {gpu} has {row[gpu]} milli free, pod needs {gpu_milli}")
+            row[gpu] -= gpu_milli
+        cpu_left = self.cpu_list[node] - cpu
+        memory_left = self.memory_list[node] - memory
+        if cpu_left < 0 or memory_left < 0:
+            raise ValueError(f"node {self.names[node]} cannot hold {cpu} milli-CPU and {memory} MiB")
+        self.cpu_list[node] = cpu_left
+        self.memory_list[node] = memory_left
+        self.cpu[node] = cpu_left
+        self.memory[node] = memory_left
+        if gpu_ids:
+            ordered = sorted(row, reverse=True)
+            self.gpu_free[node] = row
+            self.gpu_sorted[node] = ordered
+            self.free_total[node] = sum(row)
+            self.full_count[node] = row.count(MILLI)
+            key = tuple(ordered)
+            self.sorted_keys[node] = key
+        else:
+            key = self.sorted_keys[node]
+        sid = self.states.intern(self.model_list[node], cpu_left, key)
+        self.state_list[node] = sid
+        self.state[node] = sid
+        self.allocated_milli += gpu_milli * len(gpu_ids)
+
+    def fragment_weighted(self) -> int:
+        """Σ_n Σ_m w_m F_n(m) over all nodes now."""
+        return int(self.states.frag(self.state).sum())
+
+    def fragment_milli(self) -> float:
+        """Cluster fragmentation F_N(M) in milli-GPU."""
+        return self.fragment_weighted() / self.states.tasks.total_weight
