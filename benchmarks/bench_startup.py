@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from benchmarks.figures import Figure, percentile
+from benchmarks.figures import PYCACHE, Figure, bytecode_env, percentile
 from gpuslice.kubelet import MockKubelet
 from gpuslice.kubelet.views import ResourceView
 
@@ -29,16 +29,11 @@ REGISTER_GOAL_MS = 250.0
 GPUSLICE = Path(sys.executable).with_name("gpuslice")
 COMMAND = [str(GPUSLICE)] if GPUSLICE.exists() else [sys.executable, "-m", "gpuslice"]
 PLUGIN_ENV = ("NODE_SPEC", "CONFIG_FILE", "KUBELET_SOCKET", "BACKEND")
-PYCACHE = Path(tempfile.gettempdir()) / "gpuslice-bench-pycache"
 
 
 def _env() -> dict[str, str]:
-    """The caller's environment without the plugin's settings, and with bytecode caching on (into a private
-    folder): the image runs compiled bytecode, so a start that compiles every module measures the wrong thing."""
-    env = {key: value for key, value in os.environ.items() if key not in PLUGIN_ENV}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
-    return env
+    """bytecode_env() without the plugin's settings."""
+    return {key: value for key, value in bytecode_env().items() if key not in PLUGIN_ENV}
 
 
 def _wall_ms(args: list[str], runs: int) -> list[float]:
