@@ -56,9 +56,10 @@ def _baseline_env() -> dict[str, str] | None:
     return None if not source else {**bytecode_env(), "PYTHONPATH": source}
 
 
-def _whole_command_seconds(*envs: dict[str, str]) -> list[float]:
+def _whole_command_seconds(folder: Path, *envs: dict[str, str]) -> list[float]:
     """Best of WHOLE_REPEATS wall seconds per environment, the runs interleaved so load drift hits each alike."""
     command = [sys.executable, "-m", "gpuslice", "sim", "openb", "--policies", "fgd", "--seeds", "42"]
+    command += ["--trace-dir", str(folder)]
     best = [float("inf")] * len(envs)
     for _ in range(WHOLE_REPEATS):
         for i, env in enumerate(envs):
@@ -101,7 +102,7 @@ def main() -> list[Figure]:
     names = (*PAPER_POLICIES, *OUR_POLICIES)
     ours = _placement_cpu(bytecode_env(), folder, names)
     baseline_env = _baseline_env()
-    wholes = _whole_command_seconds(bytecode_env(), *([baseline_env] if baseline_env else []))
+    wholes = _whole_command_seconds(folder, bytecode_env(), *([baseline_env] if baseline_env else []))
     whole = wholes[0]
     print(f"whole command `gpuslice sim openb --policies fgd --seeds 42`: {whole:.2f} s (best of 5, bytecode cached)")
     figures = [Figure("FGD on openb default, whole command", whole, "s", WHOLE_COMMAND_GOAL_S, note="best of 5")]
