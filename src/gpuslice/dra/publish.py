@@ -1,0 +1,111 @@
+"""Keeps the node's pool published: republish with a bumped generation on change, re-create what was wiped."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gpuslice.dra.api import ApiError, ResourceApi
+from gpuslice.dra.devices import DraDevice
+from gpuslice.dra.slices import PoolSpec, build_slices
+
+log = logging.getLogger("gpuslice.dra")
+
+DEFAULT_RESYNC_S = 10.0
+
+
+def _content(obj: dict[str, Any]) -> Any:
+    """What a slice says, apart from its generation (which we bump) and server-set fields."""
+    spec = dict(obj.get("spec", {}))
+    pool = dict(spec.get("pool", {}))
+    pool.pop("generation", None)
+    spec["pool"] = pool
+    return obj.get("apiVersion"), obj.get("metadata", {}).get("name"), spec
+
+
+class SliceController:
+    """Publishes `devices()` as the pool's slices. `sync()` is idempotent and cheap when nothing changed.
+
+    The generation only grows: it starts above the highest one found on the server, so a restarted
+    plugin never publishes a generation the scheduler would ignore as older.
+    """
+
+    def __init__(
+        self,
+        api: ResourceApi,
+        pool: PoolSpec,
+        devices: Callable[[], Sequence[DraDevice]],
+        resync_s: float = DEFAULT_RESYNC_S,
+    ) -> None:
+        self.api = api
+        self.pool = pool
+        self.devices = devices
+        self.resync_s = resync_s
+        self.generation = 0
+        self.publishes = 0
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sync(self) -> bool:
+        """Make the server's slices match the devices; True when something was written."""
+        with self._lock:
+            existing = {
+                obj["metadata"]["name"]: obj for obj in self.api.list_slices(self.pool.driver, self.pool.node_name)
+            }
+            seen = max((obj["spec"]["pool"].get("generation", 0) for obj in existing.values()), default=0)
+            wanted = build_slices(self.pool, self.devices(), max(self.generation, 1))
+            same = len(existing) == len(wanted) and all(
+                obj["metadata"]["name"] in existing and _content(existing[obj["metadata"]["name"]]) == _content(obj)
+                for obj in wanted
+            )
+            if same and seen == self.generation:
+                return False
+            self.generation = max(self.generation, seen) + 1
+            wanted = build_slices(self.pool, self.devices(), self.generation)
+            for obj in wanted:
+                self.api.apply_slice(obj)
+            names = {obj["metadata"]["name"] for obj in wanted}
+            for name in existing:
+                if name not in names:
+                    self.api.delete_slice(name)
+            self.publishes += 1
+            count = sum(len(obj["spec"]["devices"]) for obj in wanted)
+            log.info("published pool %s generation %d: %d slice(s), %d device(s)",
+                     self.pool.node_name, self.generation, len(wanted), count)  # fmt: skip
+            return True
+
+    def delete_all(self) -> None:
+        """Remove every slice of our pool (clean shutdown: the devices are no longer offered)."""
+        with self._lock:
+            for obj in self.api.list_slices(self.pool.driver, self.pool.node_name):
+                self.api.delete_slice(obj["metadata"]["name"])
+            log.info("deleted the ResourceSlices of pool %s", self.pool.node_name)
+
+    def poke(self) -> None:
+        """Ask the loop to sync now (a device changed health, the kubelet registered us again)."""
+        self._wake.set()
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="dra-slices", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.sync()
+            except (ApiError, OSError) as exc:
+                log.warning("publishing ResourceSlices failed (retrying in %g s): %s", self.resync_s, exc)
+            self._wake.wait(self.resync_s)
+            self._wake.clear()
