@@ -71,6 +71,7 @@ def dra(
 ) -> None:
     """Run the DRA kubelet plugin: register with the kubelet, publish ResourceSlices, prepare claims."""
     logging.basicConfig(level=getattr(logging, log_level.upper()), format="%(levelname).1s %(name)s: %(message)s")
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per API request is noise at info
     log = logging.getLogger("gpuslice.dra")
     from gpuslice.dra.checkpoint import ClaimCheckpoint
     from gpuslice.dra.names import CHECKPOINT_NAME, plugin_dir

@@ -20,8 +20,10 @@ class LightkubeResourceApi:
     def __init__(self, server: str | None = None) -> None:
         import httpx2  # lightkube's HTTP client; imported here so `--print-resource-slices` never needs it
         from lightkube import Client, KubeConfig
+        from lightkube.config.models import Cluster, User
 
-        config = KubeConfig.from_server(server) if server else None
+        # A plain URL (the mock kubelet's API, a local proxy) needs no credentials.
+        config = KubeConfig.from_one(cluster=Cluster(server=server), user=User()) if server else None
         self._client = Client(
             config=config, timeout=httpx2.Timeout(REQUEST_TIMEOUT_S), field_manager=FIELD_MANAGER, trust_env=False
         )
