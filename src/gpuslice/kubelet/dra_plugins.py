@@ -35,7 +35,7 @@ class DraPlugin:
     endpoint: str
     version: str  # "v1" or "v1beta1"
     registration_socket: Path
-    inode: int
+    identity: tuple[int, int]
     channel: Any
 
     @property
@@ -47,8 +47,9 @@ class DraPlugin:
         return grpc_module.DRAPluginStub(self.channel)
 
 
-def _sockets(directory: Path) -> dict[Path, int]:
-    found: dict[Path, int] = {}
+def _sockets(directory: Path) -> dict[Path, tuple[int, int]]:
+    """Socket -> (inode, ctime): a re-created socket may get the old inode back, never the old ctime too."""
+    found: dict[Path, tuple[int, int]] = {}
     for root, _, files in os.walk(directory):
         for name in files:
             if name.startswith("."):
@@ -59,7 +60,7 @@ def _sockets(directory: Path) -> dict[Path, int]:
             except FileNotFoundError:
                 continue
             if stat.S_ISSOCK(info.st_mode):
-                found[path] = info.st_ino
+                found[path] = (info.st_ino, info.st_ctime_ns)
     return found
 
 
@@ -82,7 +83,7 @@ class PluginWatcher:
         self.plugins: dict[str, DraPlugin] = {}
         self.refused: list[tuple[str, str]] = []
         self.registrations = 0
-        self._attempted: dict[Path, int] = {}
+        self._attempted: dict[Path, tuple[int, int]] = {}
         self._lock = threading.Lock()
         self.changed = threading.Condition(self._lock)
         self._stop = threading.Event()
@@ -127,14 +128,14 @@ class PluginWatcher:
     def reconcile(self) -> None:
         present = _sockets(self.registry_dir)
         with self._lock:
-            gone = [d for d, p in self.plugins.items() if present.get(p.registration_socket) != p.inode]
+            gone = [d for d, p in self.plugins.items() if present.get(p.registration_socket) != p.identity]
         for driver in gone:
             self._deregister(driver)
-        for path, inode in present.items():
-            if self._attempted.get(path) == inode:
+        for path, identity in present.items():
+            if self._attempted.get(path) == identity:
                 continue
-            self._attempted[path] = inode
-            self._register(path, inode)
+            self._attempted[path] = identity
+            self._register(path, identity)
         for path in list(self._attempted):
             if path not in present:
                 del self._attempted[path]
@@ -150,7 +151,7 @@ class PluginWatcher:
         if self.on_deregistered is not None:
             self.on_deregistered(driver)
 
-    def _register(self, path: Path, inode: int) -> None:
+    def _register(self, path: Path, identity: tuple[int, int]) -> None:
         channel = grpc.insecure_channel(f"unix:{path}")
         try:
             stub = pluginregistration_grpc.RegistrationStub(channel)  # type: ignore[no-untyped-call]
@@ -171,7 +172,7 @@ class PluginWatcher:
             assert version is not None and connection is not None
             with self.changed:
                 previous = self.plugins.get(info.name)
-                self.plugins[info.name] = DraPlugin(info.name, info.endpoint or str(path), version, path, inode,
+                self.plugins[info.name] = DraPlugin(info.name, info.endpoint or str(path), version, path, identity,
                                                     connection)  # fmt: skip
                 self.registrations += 1
                 self.changed.notify_all()
