@@ -19,7 +19,7 @@ from gpuslice.config import parse_config_text
 from gpuslice.discovery import load_node_spec
 from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin import NullObserver
-from gpuslice.plugin.run import assemble_manager
+from gpuslice.plugin.app import AppOptions, PluginApp
 from gpuslice.sharing import build_resources
 from gpuslice.wire import deviceplugin_pb2
 
@@ -71,6 +71,8 @@ class HandlerTimes(NullObserver):
 def main() -> None:
     handler = HandlerTimes()
     workdir = Path(tempfile.mkdtemp(prefix="gs-bench-", dir="/tmp"))
+    config_file = workdir / "config.yaml"
+    config_file.write_text(CONFIG)
     spec = load_node_spec("preset:h100x4")
     config = parse_config_text(CONFIG).config
     plan = build_resources(spec.node, config)
@@ -86,7 +88,17 @@ def main() -> None:
     try:
         with (
             MockKubelet(workdir / "kubelet", checkpoint_enabled=False) as kubelet,
-            assemble_manager(plan, spec.node, config, kubelet.socket_path, spec.topology, observer=handler),
+            PluginApp(
+                AppOptions(
+                    backend="fake",
+                    node_spec="preset:h100x4",
+                    config_file=str(config_file),
+                    kubelet_socket=str(kubelet.socket_path),
+                    pod_resources_socket=str(kubelet.pod_resources_socket),
+                    nvidia_answers=False,
+                ),
+                observer=handler,
+            ),
         ):
             if not kubelet.wait_for(resource=resource.name, allocatable=len(resource.devices), timeout=10):
                 raise RuntimeError("the plugin never registered")

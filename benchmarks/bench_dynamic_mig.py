@@ -8,12 +8,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from gpuslice.discovery import parse_node_spec
-from gpuslice.discovery.nvml_mig import RecordingMigControl
-from gpuslice.plugin.dynamic_mig import DynamicMig
-from gpuslice.sharing.dynamic_mig import DynamicMigGeometry
-from gpuslice.sharing.dynamic_plan import dynamic_resources
-from gpuslice.sharing.mig_checkpoint import MigCheckpoint
+from gpuslice.discovery import RecordingMigControl, parse_node_spec
+from gpuslice.sharing.dynamic.checkpoint import MigCheckpoint
+from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry
+from gpuslice.sharing.dynamic.plan import dynamic_resources
+from gpuslice.sharing.dynamic.runtime import DynamicMig
 
 H100 = {"model": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "compute_capability": "9.0"}
 ROUNDS = 2000

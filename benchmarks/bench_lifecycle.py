@@ -10,14 +10,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from gpuslice.config import parse_config_text
 from gpuslice.discovery import FakeBackend, load_node_spec
-from gpuslice.health import xid_policy_from_env
 from gpuslice.kubelet import MockKubelet
-from gpuslice.plugin.health_loop import build_health_loop
-from gpuslice.plugin.lifecycle import PluginRuntime
-from gpuslice.plugin.run import assemble_manager
-from gpuslice.sharing import build_resources
+from gpuslice.plugin.app import AppOptions, PluginApp
 
 TRIALS = 50
 WAIT_S = 10.0
@@ -50,12 +45,17 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(dir="/tmp", prefix="gs-bench-"))
     events = workdir / "events"
     spec = dataclasses.replace(load_node_spec("preset:h100x4"), health_events=events)
-    config = parse_config_text(CONFIG).config
-    plan = build_resources(spec.node, config)
+    config_file = workdir / "config.yaml"
+    config_file.write_text(CONFIG + "gpuslice:\n  healthRecovery: true\n")
     kubelet = MockKubelet(workdir / "dp", checkpoint_enabled=False).start()
-    manager = assemble_manager(plan, spec.node, config, kubelet.socket_path, spec.topology)
-    loop = build_health_loop(FakeBackend(spec), spec.node, manager.health, xid_policy_from_env({}), True)
-    runtime = PluginRuntime(manager, health_loop=loop)
+    options = AppOptions(
+        backend="fake",
+        config_file=str(config_file),
+        kubelet_socket=str(kubelet.socket_path),
+        pod_resources_socket=str(kubelet.pod_resources_socket),
+        nvidia_answers=False,
+    )
+    runtime = PluginApp(options, backend=FakeBackend(spec))
     try:
         runtime.start()
         assert kubelet.wait_for(resource=RESOURCE, allocatable=16, timeout=WAIT_S)

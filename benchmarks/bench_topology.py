@@ -8,8 +8,7 @@ import time
 from collections.abc import Callable
 from itertools import combinations
 
-from gpuslice.allocation.preferred_topology import preferred_whole_gpus
-from gpuslice.topology import PairLink, PcieLevel, Topology, clear_search_cache, preset_topology
+from gpuslice.topology import PairLink, PcieLevel, Topology, clear_search_cache, preferred_whole_gpus, preset_topology
 
 SIZES = (1, 2, 4, 8)
 

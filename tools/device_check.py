@@ -176,7 +176,7 @@ def allocate_one(node: Node, plugin_argv: list[str], timeout: float) -> str:
 
 
 def _canned_library(name: str) -> Any:
-    from gpuslice.discovery.nvml_nodes import CANNED
+    from gpuslice.discovery.nvml.nodes import CANNED
 
     return CANNED[name]()
 

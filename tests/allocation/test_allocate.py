@@ -25,7 +25,7 @@ from gpuslice.allocation import (
 from gpuslice.config import parse_config_text
 from gpuslice.discovery import load_node_spec
 from gpuslice.sharing import Isolation, build_resources
-from tests.allocation.helpers import MIXED_MIG, TIME_SLICED, resource_for
+from tests.support.resources import MIXED_MIG, TIME_SLICED, resource_for
 
 CONTROL = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
 

@@ -7,7 +7,7 @@ import pytest
 from gpuslice.allocation import NotEnoughDevices, preferred_allocation, uses_whole_gpu_rule, whole_gpu_rule_for
 from gpuslice.discovery import load_node_spec
 from gpuslice.topology import topology_from_spec
-from tests.allocation.helpers import MIXED_MIG, TIME_SLICED, resource_for
+from tests.support.resources import MIXED_MIG, TIME_SLICED, resource_for
 
 ALL = [f"g{gpu}::{n}" for gpu in range(4) for n in range(4)]
 

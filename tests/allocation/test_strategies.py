@@ -10,14 +10,13 @@ import pytest
 from gpuslice.allocation import AllocateOptions, AllocationContext, ContainerEdits, DeviceNode, Mount
 from gpuslice.allocation.allocate import validate_request
 from gpuslice.allocation.strategies import (
-    DeviceListSettings,
     ImexChannelMissing,
     nvidia_answer,
     select_imex_channels,
 )
 from gpuslice.config import parse_config_text
 from gpuslice.sharing import Resource
-from tests.allocation.helpers import MIXED_MIG, TIME_SLICED, resource_for
+from tests.support.resources import MIXED_MIG, TIME_SLICED, resource_for
 
 VOLUMES = "/var/run/nvidia-container-devices"
 FIXED_UUID = "00000000-0000-4000-8000-000000000000"
@@ -25,16 +24,16 @@ NODE, WHOLE = resource_for("h100x4")
 G0, G1 = NODE.gpus[0].uuid, NODE.gpus[1].uuid
 
 
-def settings_for(config: str = "", **changes: Any) -> DeviceListSettings:
-    base = DeviceListSettings.from_config(parse_config_text(config).config, new_uuid=lambda: FIXED_UUID)
+def settings_for(config: str = "", **changes: Any) -> AllocateOptions:
+    base = AllocateOptions.from_config(parse_config_text(config).config, new_uuid=lambda: FIXED_UUID)
     return replace(base, **changes)
 
 
-def edits(resource: Resource, ids: list[str], settings: DeviceListSettings) -> ContainerEdits:
+def edits(resource: Resource, ids: list[str], settings: AllocateOptions) -> ContainerEdits:
     devices = validate_request(resource, ids)
     first = {d.physical_id: d for d in reversed(devices)}
     physical = tuple(first[p] for p in dict.fromkeys(d.physical_id for d in devices))
-    return nvidia_answer(settings)(AllocationContext(resource, devices, physical, AllocateOptions()))
+    return nvidia_answer(AllocationContext(resource, devices, physical, settings))
 
 
 def plugin(strategies: str, extra: str = "") -> str:
@@ -144,7 +143,7 @@ def test_device_list_strategies(
 
 
 def test_each_container_response_gets_a_fresh_annotation_key() -> None:
-    settings = DeviceListSettings.from_config(parse_config_text(plugin("cdi-annotations")).config)
+    settings = AllocateOptions.from_config(parse_config_text(plugin("cdi-annotations")).config)
     first = edits(WHOLE, [G0], settings).annotations
     second = edits(WHOLE, [G0], settings).annotations
     assert len(first) == len(second) == 1 and first.keys() != second.keys()

@@ -20,7 +20,7 @@ from gpuslice.discovery.nvml import (
     cuda_version_text,
     mig_profile_name,
 )
-from gpuslice.discovery.nvml_fake import (
+from gpuslice.discovery.nvml.fake import (
     INSUFFICIENT_RESOURCES,
     NOT_SUPPORTED,
     UNKNOWN,
@@ -32,8 +32,9 @@ from gpuslice.discovery.nvml_fake import (
     FakeNvml,
     FakeNvmlError,
 )
-from gpuslice.discovery.nvml_nodes import a100_mig, dgx1_v100, dgx_h100
-from gpuslice.discovery.xid import XidEvent, affected_device_ids
+from gpuslice.discovery.nvml.nodes import a100_mig, dgx1_v100, dgx_h100
+from gpuslice.discovery.xid import XidEvent
+from gpuslice.health.targets import event_targets
 from gpuslice.topology import PairLink, PcieLevel, Topology
 
 PROTOCOL_CALLS = sorted(
@@ -329,15 +330,16 @@ def test_unknown_event_device_marks_every_device() -> None:
     assert (event.uuid, event.xid) == (None, 79)
 
 
-def test_affected_devices() -> None:
+def test_nvml_events_hit_the_devices_they_name() -> None:
+    # Marks go on physical devices: a GPU mark takes its MIG devices along in the HealthStore.
     fake = a100_mig()
     node = NvmlBackend(fake).discover()
     mig_gpu, whole = node.gpus
     scoped, gpu_wide, everything = _expected_a100_events(fake)[1], _expected_a100_events(fake)[2], XidEvent(None, 0)
-    assert affected_device_ids(scoped, node) == [mig_gpu.mig_instances[0].uuid]
-    assert affected_device_ids(gpu_wide, node) == [mig_gpu.uuid, *(m.uuid for m in mig_gpu.mig_instances)]
-    assert len(affected_device_ids(everything, node)) == 2 + 4
-    assert affected_device_ids(XidEvent(whole.uuid, 79), node) == [whole.uuid]
+    assert event_targets(scoped, node) == (mig_gpu.mig_instances[0].uuid,)
+    assert event_targets(gpu_wide, node) == (mig_gpu.uuid,)
+    assert event_targets(everything, node) == (mig_gpu.uuid, whole.uuid)
+    assert event_targets(XidEvent(whole.uuid, 79), node) == (whole.uuid,)
     assert "Xid=94 on " in scoped.describe() and "(GI 1, CI 0)" in scoped.describe()
 
 

@@ -6,11 +6,10 @@ from typing import Any
 
 import pytest
 
-from gpuslice.discovery import FakeBackend
-from gpuslice.discovery.nvml import MigControlError, NvmlBackend
-from gpuslice.discovery.nvml_fake import INSUFFICIENT_RESOURCES, FakeNvml, FakeNvmlError
-from gpuslice.discovery.nvml_mig import MigControl, NvmlMigControl, RecordingMigControl
-from gpuslice.discovery.nvml_nodes import a100_mig
+from gpuslice.discovery import FakeBackend, MigControl, RecordingMigControl
+from gpuslice.discovery.nvml import MigControlError, NvmlBackend, NvmlMigControl
+from gpuslice.discovery.nvml.fake import INSUFFICIENT_RESOURCES, FakeNvml, FakeNvmlError
+from gpuslice.discovery.nvml.nodes import a100_mig
 
 
 def _mutating_calls(fake: FakeNvml) -> list[tuple[str, tuple[Any, ...]]]:

@@ -10,8 +10,8 @@ import pytest
 from gpuslice.discovery import FakeBackend
 from gpuslice.discovery.hostpath import HostPathBackend
 from gpuslice.discovery.nvml import NvmlBackend
-from gpuslice.discovery.nvml_fake import FakeNvml
-from gpuslice.discovery.nvml_nodes import dgx_h100
+from gpuslice.discovery.nvml.fake import FakeNvml
+from gpuslice.discovery.nvml.nodes import dgx_h100
 from gpuslice.discovery.select import BackendInitError, IdleBackend, make_backend
 from tests.discovery.host_root import H100_UUID, build_host_root
 

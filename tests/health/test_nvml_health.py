@@ -7,11 +7,11 @@ from itertools import islice
 from typing import Any
 
 from gpuslice.discovery.nvml import NvmlBackend
-from gpuslice.discovery.nvml_fake import UNKNOWN, FakeNvml, FakeNvmlError
-from gpuslice.discovery.nvml_health import NvmlHealthSource, NvmlProbe
-from gpuslice.discovery.nvml_nodes import a100_mig, dgx_h100
+from gpuslice.discovery.nvml.fake import UNKNOWN, FakeNvml, FakeNvmlError
+from gpuslice.discovery.nvml.health import NvmlHealthSource, NvmlProbe
+from gpuslice.discovery.nvml.nodes import a100_mig, dgx_h100
 from gpuslice.health import HealthTracker, RecoveryPolicy, XidPolicy
-from gpuslice.plugin.health_loop import HealthLoop, health_source_for, prober_for, recovery_policy_for
+from gpuslice.plugin.health_loop import HealthLoop, recovery_policy_for
 from gpuslice.sharing import HealthStore
 
 
@@ -106,6 +106,9 @@ def test_probe_fails_when_nvml_cannot_start() -> None:
 
 def test_backend_choices() -> None:
     backend = NvmlBackend(dgx_h100())
-    assert isinstance(health_source_for(backend), NvmlHealthSource)
-    assert isinstance(prober_for(backend), NvmlProbe)
-    assert recovery_policy_for(backend, True) == RecoveryPolicy(True, quiet_s=60.0, probe_interval_s=30.0)
+    assert isinstance(backend.health_source(), NvmlHealthSource)
+    prober = backend.prober()
+    assert isinstance(prober, NvmlProbe)
+    assert backend.mig_control(backend.discover()) is not None
+    assert recovery_policy_for(prober, True) == RecoveryPolicy(True, quiet_s=60.0, probe_interval_s=30.0)
+    assert recovery_policy_for(None, True) == RecoveryPolicy(True, quiet_s=0.0)

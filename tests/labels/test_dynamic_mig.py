@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gpuslice.labels import compute_label_set, compute_labels, validate_labels
-from gpuslice.labels.dynamic_mig import dynamic_mig_labels
+from gpuslice.labels.dynamic_profiles import dynamic_mig_labels
 from tests.labels.helpers import A100_40, H100, L4, config, node, view
 
 A30 = {"model": "NVIDIA A30", "memory_mib": 24576, "compute_capability": "8.0"}

@@ -7,8 +7,8 @@ from gpuslice.allocation.mps_edits import client_edits
 from gpuslice.config import parse_config_text
 from gpuslice.discovery import load_node_spec
 from gpuslice.sharing import AdvertisedDevice, Resource, build_resources
-from tests.allocation.helpers import TIME_SLICED, resource_for
 from tests.mps.helpers import mps_resource
+from tests.support.resources import TIME_SLICED, resource_for
 
 ROOT = "/run/nvidia/mps"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from gpuslice.mps import CommandControl, FakeMpsControl, MpsManager, MpsStartError
-from tests.allocation.helpers import TIME_SLICED, resource_for
-from tests.mps.fake_program import write_fake_program
 from tests.mps.helpers import mps_resource, node_of
 from tests.support.dirs import short_temp_dir
+from tests.support.mps_program import write_fake_program
+from tests.support.resources import TIME_SLICED, resource_for
 
 GPU = "nvidia.com/gpu"
 

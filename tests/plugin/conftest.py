@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from gpuslice.config import parse_config_text
-from gpuslice.discovery import load_node_spec
 from gpuslice.gpu import Node
 from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin import PluginManager
-from gpuslice.plugin.run import assemble_manager
-from gpuslice.sharing import Resource, build_resources
-from tests.health.support import Stack, stop_stack
+from gpuslice.plugin.app import PluginApp
+from gpuslice.sharing import Resource
+from tests.support.plugin import build_app, wait_listed
+from tests.support.stack import Stack, stop_stack
 
 OUR_THREAD_PREFIXES = ("gpuslice-", "kubelet-")
 WAIT_S = 10.0
@@ -41,7 +40,7 @@ def no_leaked_threads() -> Iterator[None]:
 
 @pytest.fixture
 def stacks(workdir: Path) -> Iterator[list[Stack]]:  # needs workdir so that it is stopped before the dir goes
-    """Stacks (tests.health.support) a test started; each is stopped at the end."""
+    """Stacks (tests.support.stack) a test started; each is stopped at the end."""
     started: list[Stack] = []
     yield started
     for stack in started:
@@ -56,9 +55,19 @@ def kubelet(workdir: Path) -> Iterator[MockKubelet]:
 
 @dataclass
 class RunningPlugin:
-    manager: PluginManager
-    node: Node
-    resources: tuple[Resource, ...]
+    app: PluginApp
+
+    @property
+    def manager(self) -> PluginManager:
+        return self.app.manager
+
+    @property
+    def node(self) -> Node:
+        return self.app.node
+
+    @property
+    def resources(self) -> tuple[Resource, ...]:
+        return self.app.plan.resources
 
     @property
     def resource(self) -> Resource:
@@ -70,23 +79,22 @@ StartPlugin = Callable[..., RunningPlugin]
 
 
 @pytest.fixture
-def start_plugin(kubelet: MockKubelet) -> Iterator[StartPlugin]:
-    """start_plugin(preset, config_yaml) -> RunningPlugin, registered and listed by the kubelet."""
-    started: list[PluginManager] = []
+def start_plugin(kubelet: MockKubelet, workdir: Path) -> Iterator[StartPlugin]:
+    """start_plugin(preset, config_yaml) -> RunningPlugin, registered and listed by the kubelet.
+
+    Only the app's servers run: these tests drive kubelet restarts and health by hand, so the kubelet
+    watcher and the health loop (start_stack runs the whole app) would race them.
+    """
+    started: list[PluginApp] = []
 
     def start(preset: str = "h100x4", config: str = "", wait: bool = True) -> RunningPlugin:
-        spec = load_node_spec(f"preset:{preset}")
-        node = spec.node
-        loaded = parse_config_text(config).config
-        plan = build_resources(node, loaded)
-        manager = assemble_manager(plan, node, loaded, kubelet.socket_path, spec.topology, workers=8)
-        started.append(manager)
-        manager.start()
+        app = build_app(workdir, config, kubelet, backend=f"preset:{preset}")
+        started.append(app)
+        app.manager.start()
         if wait:
-            for resource in plan.resources:
-                assert kubelet.wait_for(resource=resource.name, allocatable=len(resource.devices), timeout=WAIT_S)
-        return RunningPlugin(manager, node, plan.resources)
+            assert wait_listed(app, kubelet)
+        return RunningPlugin(app)
 
     yield start
-    for manager in started:
-        manager.stop()
+    for app in started:
+        app.stop()

@@ -12,8 +12,8 @@ import pytest
 from gpuslice.cli.plugin_cmd import nvidia_overrides
 from gpuslice.config import ConfigError
 from gpuslice.kubelet import MockKubelet
-from tests.mps.fake_program import write_fake_program
 from tests.support import process as support
+from tests.support.mps_program import write_fake_program
 
 WAIT_S = 20.0
 GPU = "nvidia.com/gpu"

@@ -16,20 +16,15 @@ from typing import Any
 import grpc
 import pytest
 
-from gpuslice.config import parse_config_text
-from gpuslice.discovery import parse_node_spec
-from gpuslice.discovery.nvml import MigControlError
-from gpuslice.discovery.nvml_mig import RecordingMigControl
+from gpuslice.discovery import MigControlError, RecordingMigControl, parse_node_spec
 from gpuslice.gpu import MigInstance, Node
 from gpuslice.gpu.mig import H100_80GB
 from gpuslice.kubelet import MockKubelet
-from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
 from gpuslice.plugin.pod_resources_watch import POD_RESOURCES_SOCKET_ENV, pod_resources_socket
-from gpuslice.plugin.run import assemble_manager
-from gpuslice.sharing import build_resources
-from gpuslice.sharing.dynamic_mig import slot_id
-from gpuslice.sharing.mig_checkpoint import CORRUPT_SUFFIX, read_checkpoint
+from gpuslice.sharing.dynamic.checkpoint import CORRUPT_SUFFIX, read_checkpoint
+from gpuslice.sharing.dynamic.geometry import slot_id
 from gpuslice.wire import DEFAULT_POD_RESOURCES_SOCKET
+from tests.support.plugin import build_app, fake_backend
 from tests.support.process import finish, plugin_process
 
 from .rpc import TIMEOUT_S, PluginClient, allocate_request
@@ -41,22 +36,31 @@ THREE = "nvidia.com/mig-3g.40gb"
 SEVEN = "nvidia.com/mig-7g.80gb"
 
 
+def dynamic_spec(count: int = 1) -> dict[str, Any]:
+    return {"name": "dyn-e2e", "gpus": [{**H100, "count": count, "mig": []}]}
+
+
 def dynamic_node(count: int = 1) -> Node:
-    return parse_node_spec({"name": "dyn-e2e", "gpus": [{**H100, "count": count, "mig": []}]}).node
+    return parse_node_spec(dynamic_spec(count)).node
 
 
 class DynamicPlugin:
-    """Our plugin for a dynamic-MIG node, wired as `gpuslice plugin` wires it (assemble_manager + runtime)."""
+    """Our plugin for a dynamic-MIG node: the PluginApp's servers and dynamic-MIG runtime, no kubelet watcher."""
 
-    def __init__(self, node: Node, kubelet: MockKubelet, control: Any, checkpoint: Path, grace_s: float) -> None:
-        self.node = node
-        config = parse_config_text("flags: {migStrategy: dynamic}").config
-        self.plan = build_resources(node, config)
-        settings = DynamicMigSettings(kubelet.pod_resources_socket, checkpoint, 0.05, grace_s)
-        self.runtime = DynamicMigRuntime(self.plan.resources, node.name, control, settings)
-        self.manager = assemble_manager(
-            self.plan, node, config, kubelet.socket_path, workers=8, dynamic_mig=self.runtime
+    def __init__(self, count: int, kubelet: MockKubelet, control: Any, workdir: Path, grace_s: float) -> None:
+        self.app = build_app(
+            workdir,
+            "flags: {migStrategy: dynamic}",
+            kubelet,
+            backend=fake_backend(dynamic_spec(count), mig_control=control),
+            release_poll_s=0.05,
+            admission_grace_s=grace_s,
         )
+        assert self.app.dynamic_mig is not None
+        self.node = self.app.node
+        self.plan = self.app.plan
+        self.runtime = self.app.dynamic_mig
+        self.manager = self.app.manager
 
     def start(self) -> DynamicPlugin:
         self.manager.start()
@@ -82,8 +86,7 @@ def start_dynamic(kubelet: MockKubelet, workdir: Path, control: RecordingMigCont
     started: list[DynamicPlugin] = []
 
     def start(count: int = 1, grace_s: float = 30.0, wait: bool = True) -> DynamicPlugin:
-        node = dynamic_node(count)
-        plugin = DynamicPlugin(node, kubelet, control, workdir / "mig-checkpoint", grace_s).start()
+        plugin = DynamicPlugin(count, kubelet, control, workdir, grace_s).start()
         started.append(plugin)
         if wait:
             assert kubelet.wait_for(resource=SEVEN, registered=True, allocatable=count, timeout=WAIT_S)
@@ -276,7 +279,7 @@ class RefusingControl(RecordingMigControl):
 
 def test_device_refusal_fails_allocate_and_holds_nothing(kubelet: MockKubelet, workdir: Path) -> None:
     node = dynamic_node()
-    plugin = DynamicPlugin(node, kubelet, RefusingControl(node), workdir / "ckpt", 30.0).start()
+    plugin = DynamicPlugin(1, kubelet, RefusingControl(node), workdir, 30.0).start()
     try:
         device = slot_id(node.gpus[0].uuid, H100_80GB.profile("4g.40gb"), 0)
         with PluginClient(plugin.socket("nvidia.com/mig-4g.40gb")) as client, pytest.raises(grpc.RpcError) as caught:
@@ -284,7 +287,7 @@ def test_device_refusal_fails_allocate_and_holds_nothing(kubelet: MockKubelet, w
         assert caught.value.code() is grpc.StatusCode.INTERNAL
         assert "MIG mode is not enabled" in str(caught.value.details())
         assert plugin.runtime.geometry.held_count == 0
-        assert read_checkpoint(workdir / "ckpt", node.name) == ()
+        assert read_checkpoint(workdir / "mig-checkpoint", node.name) == ()
     finally:
         plugin.stop()
 

@@ -5,21 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gpuslice.config import parse_config_text
-from gpuslice.discovery.nvml import NvmlBackend
-from gpuslice.discovery.nvml_fake import FakeGpu, FakeNvml
-from gpuslice.discovery.nvml_mig import NvmlMigControl
+from gpuslice.discovery.nvml import NvmlBackend, NvmlMigControl
+from gpuslice.discovery.nvml.fake import FakeGpu, FakeNvml
 from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin import PluginManager
-from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings, runtime_for
-from gpuslice.plugin.run import assemble_manager
-from gpuslice.sharing.dynamic_plan import build_dynamic_plan
-from gpuslice.sharing.mig_checkpoint import claimed_gpus
+from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime
+from tests.support.plugin import build_app
 
 WAIT_S = 10.0
 ONE = "nvidia.com/mig-1g.5gb"
 THREE = "nvidia.com/mig-3g.20gb"
-CONFIG = parse_config_text("flags: {migStrategy: dynamic}").config
+CONFIG = "flags: {migStrategy: dynamic}"
 A100 = "GPU-a1000000-0000-4000-8000-000000000000"
 
 
@@ -31,13 +27,18 @@ def _mig_calls(fake: FakeNvml) -> list[tuple[str, tuple[Any, ...]]]:
 def _plugin(fake: FakeNvml, kubelet: MockKubelet, checkpoint: Path) -> tuple[PluginManager, DynamicMigRuntime]:
     """As `gpuslice plugin --backend nvml` builds it: discover, claimed GPUs from the checkpoint, runtime_for."""
     backend = NvmlBackend(fake, driver_root="/nonexistent-root")
-    node = backend.discover()
-    plan = build_dynamic_plan(node, CONFIG, claimed_gpus(checkpoint, node.name))
-    runtime = runtime_for(plan, node, backend, DynamicMigSettings(kubelet.pod_resources_socket, checkpoint, 0.05))
+    app = build_app(
+        checkpoint.parent,
+        CONFIG,
+        kubelet,
+        backend=backend,
+        mig_checkpoint=str(checkpoint),
+        release_poll_s=0.05,
+    )
+    runtime = app.dynamic_mig
     assert runtime is not None and isinstance(runtime.dynamic.control, NvmlMigControl)
-    manager = assemble_manager(plan, node, CONFIG, kubelet.socket_path, workers=8, dynamic_mig=runtime)
-    manager.start()
-    return manager, runtime
+    app.manager.start()
+    return app.manager, runtime
 
 
 def test_nvml_creates_destroys_and_a_restart_keeps_its_own_instances(kubelet: MockKubelet, workdir: Path) -> None:

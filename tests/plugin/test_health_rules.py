@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpuslice.wire import UNHEALTHY
-from tests.health.support import MIG_MIXED, TIME_SLICED_4, Stack, start_stack
+from tests.support.stack import MIG_MIXED, TIME_SLICED_4, Stack, start_stack
 
 
 def start(stacks: list[Stack], workdir: Path, **kwargs: object) -> Stack:

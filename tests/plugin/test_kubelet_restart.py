@@ -16,8 +16,8 @@ import pytest
 
 from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin.kubelet_watch import SETTLE_S
-from tests.health.support import TIME_SLICED_4, Stack, start_stack
 from tests.support.process import finish, plugin_process, reap
+from tests.support.stack import TIME_SLICED_4, Stack, start_stack
 
 RESTARTS = 50
 WAIT_S = 10.0

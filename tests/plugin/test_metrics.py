@@ -15,17 +15,12 @@ import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gpuslice.config import parse_config_text
-from gpuslice.discovery import parse_node_spec
-from gpuslice.discovery.nvml_mig import RecordingMigControl
 from gpuslice.kubelet import MockKubelet
-from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
 from gpuslice.plugin.lifecycle import PluginRuntime
 from gpuslice.plugin.logs import JsonFormatter, KlogFormatter, configure_logging
-from gpuslice.plugin.run import assemble_manager
-from gpuslice.sharing import build_resources
-from tests.health.support import TIME_SLICED_4, Stack, start_stack
 from tests.plugin.rpc import allocate_request
+from tests.support.plugin import build_app
+from tests.support.stack import TIME_SLICED_4, Stack, start_stack
 
 WAIT_S = 10.0
 
@@ -81,20 +76,22 @@ def test_healthy_devices_leave_out_placements_that_a_held_mig_instance_blocks(
     kubelet: MockKubelet, workdir: Path
 ) -> None:
     spec = {"model": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "compute_capability": "9.0", "mig": []}
-    node = parse_node_spec({"name": "metrics-dyn", "gpus": [spec]}).node
-    config = parse_config_text("flags: {migStrategy: dynamic}").config
-    plan = build_resources(node, config)
-    settings = DynamicMigSettings(kubelet.pod_resources_socket, workdir / "mig-checkpoint", 0.05, 30.0)
-    dynamic = DynamicMigRuntime(plan.resources, node.name, RecordingMigControl(node), settings)
-    manager = assemble_manager(plan, node, config, kubelet.socket_path, dynamic_mig=dynamic)
-    runtime = PluginRuntime(manager, metrics_port=0)
-    runtime.start()
+    app = build_app(
+        workdir,
+        "flags: {migStrategy: dynamic}",
+        kubelet,
+        backend={"name": "metrics-dyn", "gpus": [spec]},
+        metrics_port=0,
+        release_poll_s=0.05,
+    )
+    runtime = app.runtime
+    app.start()
     try:
         assert kubelet.wait_for(resource="nvidia.com/mig-7g.80gb", allocatable=1, timeout=WAIT_S)
         kubelet.admit_one("big", "nvidia.com/mig-3g.40gb")
         found = samples(runtime)
     finally:
-        runtime.stop()
+        app.stop()
     expected = {"mig-1g.10gb": (7, 3), "mig-1g.20gb": (4, 2), "mig-3g.40gb": (2, 2), "mig-7g.80gb": (1, 0)}
     for short, (advertised, healthy) in expected.items():
         resource = f"nvidia.com/{short}"

@@ -9,13 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuslice.config import parse_config_text
-from gpuslice.discovery import load_node_spec
 from gpuslice.kubelet import Admission, MockKubelet
-from gpuslice.plugin import PluginManager
-from gpuslice.plugin.compat import CompatOptions, allocate_options, device_list_settings
-from gpuslice.plugin.run import assemble_manager
-from gpuslice.sharing import build_resources
+from gpuslice.plugin.app import PluginApp
+from tests.support.plugin import build_app
 from tests.support.specs import h100_mig_spec
 
 SPEC = h100_mig_spec("multi-mig")
@@ -49,27 +45,21 @@ def merged(admission: Admission) -> Container:
 @pytest.fixture
 def admit_both(kubelet: MockKubelet, workdir: Path) -> Iterator[Callable[[str], tuple[Admission, Container]]]:
     """Serve the two-profile node under a device list strategy, admit one container asking for both profiles."""
-    managers: list[PluginManager] = []
+    apps: list[PluginApp] = []
 
     def admit(strategies: str) -> tuple[Admission, Container]:
-        spec_file = workdir / "node.yaml"
-        spec_file.write_text(SPEC)
-        spec = load_node_spec(str(spec_file))
-        config = parse_config_text(f"flags: {{migStrategy: mixed, plugin: {{deviceListStrategy: {strategies}}}}}")
-        plan = build_resources(spec.node, config.config)
-        settings, _ = device_list_settings(config.config, CompatOptions.for_fake_backend())
-        options = allocate_options(config.config, settings)
-        manager = assemble_manager(plan, spec.node, config.config, kubelet.socket_path, workers=8, options=options)
-        managers.append(manager)
-        manager.start()
+        config = f"flags: {{migStrategy: mixed, plugin: {{deviceListStrategy: {strategies}}}}}"
+        app = build_app(workdir, config, kubelet, backend=SPEC, nvidia_answers=True)
+        apps.append(app)
+        app.manager.start()
         for name, count in ((SMALL, 4), (LARGE, 2)):
             assert kubelet.wait_for(resource=name, allocatable=count, timeout=10.0)
         admission = kubelet.admit("pod", {SMALL: 1, LARGE: 1})
         return admission, merged(admission)
 
     yield admit
-    for manager in managers:
-        manager.stop()
+    for app in apps:
+        app.stop()
 
 
 AdmitBoth = Callable[[str], tuple[Admission, Container]]

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from gpuslice.allocation import StaticAllocator
 from gpuslice.config import Config, parse_config_text
 from gpuslice.discovery import load_node_spec, parse_node_spec
 from gpuslice.kubelet import MockKubelet
-from gpuslice.plugin import PluginManager, PluginStartError, RegistrationError, ResourceService, socket_name
+from gpuslice.plugin import PluginManager, PluginStartError, RegistrationError, socket_name
 from gpuslice.sharing import HealthStore, build_resources
 from tests.plugin.conftest import WAIT_S, StartPlugin
 
@@ -95,7 +96,7 @@ def test_one_server_and_socket_per_resource(kubelet: MockKubelet) -> None:
         "nvidia.com/mig-3g.40gb": 1,
     }
     assert dict(zip(plan.names, (len(r.devices) for r in plan.resources), strict=True)) == expected
-    with PluginManager(plan, HealthStore(node), kubelet.socket_path, workers=4) as manager:
+    with PluginManager(plan.resources, HealthStore(node), kubelet.socket_path, workers=4) as manager:
         for name, count in expected.items():
             assert kubelet.wait_for(resource=name, allocatable=count, timeout=WAIT_S)
             view = kubelet.resource(name)
@@ -124,16 +125,16 @@ class RecordingExtension:
     def stop(self) -> None:
         self.calls.append(f"stop, sockets: {len(list(self.kubelet.device_plugin_dir.glob('gpuslice-*')))}")
 
-    def service_for(self, resource, health, options=None, whole_gpu_rule=None, observer=None):  # type: ignore[no-untyped-def]
+    def allocator_for(self, resource, health, options=None, whole_gpu_rule=None):  # type: ignore[no-untyped-def]
         self.calls.append(f"service {resource.name}")
-        return ResourceService(resource, health, options, whole_gpu_rule, observer)
+        return StaticAllocator(resource, health, options, whole_gpu_rule)
 
 
 def test_an_extension_wraps_the_servers_and_builds_the_services(kubelet: MockKubelet) -> None:
     node = load_node_spec(None).node
     extension = RecordingExtension(kubelet)
     manager = PluginManager(
-        build_resources(node, Config()), HealthStore(node), kubelet.socket_path, extension=extension
+        build_resources(node, Config()).resources, HealthStore(node), kubelet.socket_path, extension=extension
     )
     with manager:
         assert kubelet.wait_for(resource="nvidia.com/gpu", allocatable=4, timeout=WAIT_S)

@@ -12,18 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from gpuslice.config import parse_config_text
-from gpuslice.discovery import FakeBackend, parse_node_spec
-from gpuslice.discovery.nvml_mig import RecordingMigControl
+from gpuslice.discovery import Backend, MigControl, RecordingMigControl, parse_node_spec
 from gpuslice.gpu import Node
 from gpuslice.kubelet import MockKubelet
 from gpuslice.mps import FakeMpsControl
-from gpuslice.plugin.compat import CompatOptions, allocate_options
-from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
-from gpuslice.plugin.reload import ConfigReloader
-from gpuslice.plugin.run import assemble_manager
-from gpuslice.sharing import build_resources
-from gpuslice.sharing.dynamic_plan import build_dynamic_plan
+from tests.support.plugin import build_app
 from tests.support.process import plugin_process
 from tests.support.specs import h100_mig_spec
 
@@ -37,35 +30,23 @@ INVALID = "sharing: {timeSlicing: {resources: []}}\n"
 
 
 class Running:
-    """An in-process plugin with a ConfigReloader, against the mock kubelet."""
+    """An in-process PluginApp (NVIDIA's answers, a fake MPS control), against the mock kubelet."""
 
     def __init__(self, kubelet: MockKubelet, workdir: Path, spec: str, config: str) -> None:
-        self.config_file = workdir / "config.yaml"
-        self.config_file.write_text(config)
-        spec_file = workdir / "node.yaml"
-        spec_file.write_text(spec)
-        self.backend = FakeBackend.from_ref(str(spec_file))
         self.control = FakeMpsControl()
-        self.options = CompatOptions.for_fake_backend(cdi_dir=str(workdir / "cdi"))
-        loaded = parse_config_text(config).config
-        node = self.backend.discover()
-        plan = build_resources(node, loaded)
-        served, _ = ConfigReloader.prepare(loaded, node, plan, self.options)
-        options = allocate_options(loaded, served.settings)
-        self.manager = assemble_manager(plan, node, loaded, kubelet.socket_path, workers=8, options=options)
-        self.reloader = ConfigReloader(
-            self.manager, served, self.config_file, self.backend, self.options, mps_control=self.control
-        )
-        self.reloader.start_extras()
-        self.manager.start()
+        self.app = build_app(workdir, config, kubelet, backend=spec, mps_control=self.control, nvidia_answers=True)
+        self.app.start()
+        self.reloader = self.app.reloader
+        self.manager = self.app.manager
+        assert self.app.options.config_file is not None
+        self.config_file = Path(self.app.options.config_file)
 
     def reload(self, config: str) -> bool:
         self.config_file.write_text(config)
-        return self.reloader.reload()
+        return self.app.reload()
 
     def stop(self) -> None:
-        self.manager.stop()
-        self.reloader.stop()
+        self.app.stop()
 
 
 @pytest.fixture
@@ -90,6 +71,25 @@ def test_only_the_changed_resource_registers_again(kubelet: MockKubelet, workdir
     assert kubelet.wait_for(resource="nvidia.com/mig-1g.10gb", allocatable=12, min_registrations=2, timeout=WAIT_S)
     assert kubelet.registration_count("nvidia.com/mig-3g.40gb") == 1, "an unchanged resource keeps its registration"
     assert kubelet.admit_one("pod", "nvidia.com/mig-1g.10gb").device_ids[0].endswith("::0")
+
+
+def test_a_new_config_source_applies_as_sighup_does_and_stays_the_source(
+    kubelet: MockKubelet, workdir: Path, running: list[Running]
+) -> None:
+    plugin = start(running, kubelet, workdir, MIG_SPEC, MIXED)
+    assert kubelet.wait_for(resource="nvidia.com/mig-1g.10gb", allocatable=4, timeout=WAIT_S)
+    per_node = workdir / "per-node.yaml"
+    per_node.write_text(SHARE_1G)
+    assert plugin.app.reload(per_node)  # a node-label watch picking another config calls this
+    assert kubelet.wait_for(resource="nvidia.com/mig-1g.10gb", allocatable=12, min_registrations=2, timeout=WAIT_S)
+    assert plugin.reloader.config_source == per_node
+    broken = workdir / "broken.yaml"
+    broken.write_text(INVALID)
+    assert not plugin.app.reload(broken), "a bad new source is refused"
+    assert plugin.reloader.config_source == per_node, "and the source stays the one that serves"
+    per_node.write_text(MIXED)
+    assert plugin.app.reload(), "SIGHUP now re-reads the new source"
+    assert kubelet.wait_for(resource="nvidia.com/mig-1g.10gb", allocatable=4, min_registrations=3, timeout=WAIT_S)
 
 
 def test_an_invalid_config_is_refused_and_the_old_one_keeps_serving(
@@ -202,7 +202,7 @@ def test_sighup_to_the_plugin_process(kubelet: MockKubelet, workdir: Path) -> No
         stderr.thread.join(timeout=WAIT_S)
 
 
-class BrokenBackend:
+class BrokenBackend(Backend):
     """Discovery that fails, as NVML can after a driver problem."""
 
     name = "broken"
@@ -231,7 +231,7 @@ ONE = "nvidia.com/mig-1g.10gb"
 H100 = {"model": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "compute_capability": "9.0"}
 
 
-class LiveMigBackend:
+class LiveMigBackend(Backend):
     """Discovery as NVML does it: each GPU carries the MIG devices that exist right now (the control's)."""
 
     name = "live-mig"
@@ -246,37 +246,39 @@ class LiveMigBackend:
         )
         return replace(self.node, gpus=gpus)
 
+    def mig_control(self, node: Node) -> MigControl | None:
+        return self.control
+
+    def assumes_device_nodes(self) -> bool:
+        return True
+
 
 class RunningDynamic:
-    """An in-process plugin under migStrategy dynamic (runtime, manager, reloader), against the mock kubelet."""
+    """An in-process PluginApp under migStrategy dynamic, against the mock kubelet."""
 
     def __init__(self, kubelet: MockKubelet, workdir: Path) -> None:
         node = parse_node_spec({"name": "reload-dyn", "gpus": [{**H100, "count": 1}, {**H100, "mig": []}]}).node
         self.control = RecordingMigControl(node)
         self.backend = LiveMigBackend(node, self.control)
-        self.config_file = workdir / "config.yaml"
-        self.config_file.write_text(DYNAMIC)
-        config = parse_config_text(DYNAMIC).config
-        plan = build_dynamic_plan(node, config)
-        options = CompatOptions.for_fake_backend(cdi_dir=str(workdir / "cdi"))
-        served, _ = ConfigReloader.prepare(config, node, plan, options)
-        settings = DynamicMigSettings(kubelet.pod_resources_socket, workdir / "mig-checkpoint", 0.05, 30.0)
-        self.runtime = DynamicMigRuntime(plan.resources, node.name, self.control, settings)
-        self.manager = assemble_manager(
-            plan,
-            node,
-            config,
-            kubelet.socket_path,
-            workers=8,
-            options=allocate_options(config, served.settings),
-            dynamic_mig=self.runtime,
+        self.app = build_app(
+            workdir,
+            DYNAMIC,
+            kubelet,
+            backend=self.backend,
+            nvidia_answers=True,
+            release_poll_s=0.05,
+            admission_grace_s=30.0,
         )
-        self.reloader = ConfigReloader(self.manager, served, self.config_file, self.backend, options)
-        self.manager.start()
+        assert self.app.dynamic_mig is not None and self.app.options.config_file is not None
+        self.runtime = self.app.dynamic_mig
+        self.manager = self.app.manager
+        self.reloader = self.app.reloader
+        self.config_file = Path(self.app.options.config_file)
+        self.app.manager.start()
 
     def reload(self, config: str) -> bool:
         self.config_file.write_text(config)
-        return self.reloader.reload()
+        return self.app.reload()
 
 
 @pytest.fixture

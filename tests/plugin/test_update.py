@@ -26,10 +26,10 @@ def tagged(context: AllocationContext) -> ContainerEdits:
 
 
 def test_only_changed_resources_register_again(kubelet: MockKubelet) -> None:
-    with PluginManager(plan(MIXED), HealthStore(NODE), kubelet.socket_path, workers=4) as manager:
+    with PluginManager(plan(MIXED).resources, HealthStore(NODE), kubelet.socket_path, workers=4) as manager:
         for name, count in (("nvidia.com/gpu", 1), ("nvidia.com/mig-1g.10gb", 2), ("nvidia.com/mig-3g.40gb", 1)):
             assert kubelet.wait_for(resource=name, allocatable=count, timeout=WAIT_S)
-        changed = manager.update(plan(SHARE_1G), AllocateOptions(extra_steps=(tagged,)))
+        changed = manager.update(plan(SHARE_1G).resources, AllocateOptions(extra_steps=(tagged,)))
         assert changed == ("nvidia.com/mig-1g.10gb",)
         assert kubelet.wait_for(resource="nvidia.com/mig-1g.10gb", allocatable=6, min_registrations=2, timeout=WAIT_S)
         assert kubelet.registration_count("nvidia.com/mig-3g.40gb") == 1
@@ -37,7 +37,7 @@ def test_only_changed_resources_register_again(kubelet: MockKubelet) -> None:
         kept = kubelet.admit_one("kept", "nvidia.com/mig-3g.40gb")
         assert kept.envs["RELOADED"] == "nvidia.com/mig-3g.40gb", "new options reach a kept server at once"
 
-        changed = manager.update(plan(RENAME_GPU))
+        changed = manager.update(plan(RENAME_GPU).resources)
         assert set(changed) == {"nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb"}
         assert kubelet.wait_for(resource="nvidia.com/gpu.shared", allocatable=2, timeout=WAIT_S)
         assert kubelet.wait_for(resource="nvidia.com/gpu", registered=False, timeout=WAIT_S)
@@ -50,8 +50,8 @@ def test_only_changed_resources_register_again(kubelet: MockKubelet) -> None:
 
 
 def test_update_before_start_only_records(kubelet: MockKubelet) -> None:
-    manager = PluginManager(plan(MIXED), HealthStore(NODE), kubelet.socket_path, workers=4)
-    assert manager.update(plan(SHARE_1G)) == ("nvidia.com/mig-1g.10gb",)
+    manager = PluginManager(plan(MIXED).resources, HealthStore(NODE), kubelet.socket_path, workers=4)
+    assert manager.update(plan(SHARE_1G).resources) == ("nvidia.com/mig-1g.10gb",)
     assert kubelet.resources() == {}
     with manager:
         assert kubelet.wait_for(resource="nvidia.com/mig-1g.10gb", allocatable=6, timeout=WAIT_S)

@@ -13,7 +13,7 @@ from gpuslice.discovery import parse_node_spec
 from gpuslice.gpu import CATALOGUES, Node
 from gpuslice.gpu.mig import A30_24GB, H100_80GB, H200_141GB
 from gpuslice.sharing import Isolation, SharingError
-from gpuslice.sharing.dynamic_mig import (
+from gpuslice.sharing.dynamic.geometry import (
     MAX_SLOT_ID_LENGTH,
     SLOT_ID,
     DynamicMigGeometry,
@@ -22,7 +22,7 @@ from gpuslice.sharing.dynamic_mig import (
     open_starts,
     slot_id,
 )
-from gpuslice.sharing.dynamic_plan import build_dynamic_plan, dynamic_resources, is_planned
+from gpuslice.sharing.dynamic.plan import build_dynamic_plan, dynamic_resources
 
 H100 = {"model": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "compute_capability": "9.0"}
 A30 = {"model": "NVIDIA A30", "memory_mib": 24576, "compute_capability": "8.0"}
@@ -96,7 +96,7 @@ def test_every_placement_of_every_profile_is_advertised() -> None:
     for resource in resources.values():
         assert resource.kind == "mig" and resource.isolation is Isolation.MIG
         for device in resource.devices:
-            assert device.mig is not None and is_planned(device.mig) and device.mig.uuid == device.id
+            assert device.mig is not None and device.mig.gi < 0 and device.mig.uuid == device.id
 
 
 def test_allocating_blocks_overlaps_on_every_profile_and_release_restores() -> None:

@@ -8,12 +8,9 @@ from typing import Any
 
 import pytest
 
-from gpuslice.discovery import parse_node_spec
-from gpuslice.discovery.nvml_mig import RecordingMigControl
+from gpuslice.discovery import RecordingMigControl, parse_node_spec
 from gpuslice.gpu.mig import H100_80GB
-from gpuslice.sharing.dynamic_mig import DynamicMigGeometry, Holding, slot_id
-from gpuslice.sharing.dynamic_plan import dynamic_resources
-from gpuslice.sharing.mig_checkpoint import (
+from gpuslice.sharing.dynamic.checkpoint import (
     CORRUPT_SUFFIX,
     KIND,
     VERSION,
@@ -25,6 +22,8 @@ from gpuslice.sharing.mig_checkpoint import (
     encode,
     read_checkpoint,
 )
+from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry, Holding, slot_id
+from gpuslice.sharing.dynamic.plan import dynamic_resources
 
 NODE = parse_node_spec(
     {

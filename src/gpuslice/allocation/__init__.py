@@ -1,18 +1,18 @@
-"""Allocation: Allocate and GetPreferredAllocation as pure functions with typed errors."""
+"""Allocation: the Allocator protocol (static and dynamic MIG), Allocate and GetPreferredAllocation as pure
+functions with typed errors, NVIDIA's answer pipeline and CDI specs. Front ends import from here only
+(CDI specs excepted: allocation.cdi)."""
 
 from gpuslice.allocation.allocate import (
     CONTROL_DEVICE_NODES,
-    DEFAULT_OPTIONS,
     VISIBLE_DEVICES_ENV,
-    AllocateOptions,
-    AllocationContext,
-    EditStep,
     allocate,
     allocate_container,
     device_nodes_step,
+    pipeline_steps,
     validate_request,
     visible_devices_step,
 )
+from gpuslice.allocation.allocator import Allocator, StaticAllocator
 from gpuslice.allocation.answer import (
     AllocationAnswer,
     ContainerAllocation,
@@ -21,18 +21,24 @@ from gpuslice.allocation.answer import (
     Mount,
     combine,
 )
+from gpuslice.allocation.dynamic import DynamicAllocator
 from gpuslice.allocation.errors import (
     MAX_DEVICE_ID_LENGTH,
     AllocationError,
+    AllocationFailed,
     DuplicateDevice,
     EmptyRequest,
     IdTooLong,
+    ImexChannelMissing,
     NotEnoughDevices,
+    PlacementUnavailable,
     RequestTooLarge,
     TooManyReplicas,
     UnhealthyDevice,
     UnknownDevice,
 )
+from gpuslice.allocation.mps_edits import MpsConfigError, daemon_settings
+from gpuslice.allocation.options import DEFAULT_OPTIONS, AllocateOptions, AllocationContext, EditStep
 from gpuslice.allocation.preferred import (
     WholeGpuRule,
     in_advertised_order,
@@ -41,6 +47,7 @@ from gpuslice.allocation.preferred import (
     uses_whole_gpu_rule,
     whole_gpu_rule_for,
 )
+from gpuslice.allocation.strategies import nvidia_answer, select_imex_channels
 
 __all__ = [
     "CONTROL_DEVICE_NODES",
@@ -51,16 +58,23 @@ __all__ = [
     "AllocationAnswer",
     "AllocationContext",
     "AllocationError",
+    "AllocationFailed",
+    "Allocator",
     "ContainerAllocation",
     "ContainerEdits",
     "DeviceNode",
     "DuplicateDevice",
+    "DynamicAllocator",
     "EditStep",
     "EmptyRequest",
     "IdTooLong",
+    "ImexChannelMissing",
     "Mount",
+    "MpsConfigError",
     "NotEnoughDevices",
+    "PlacementUnavailable",
     "RequestTooLarge",
+    "StaticAllocator",
     "TooManyReplicas",
     "UnhealthyDevice",
     "UnknownDevice",
@@ -68,10 +82,14 @@ __all__ = [
     "allocate",
     "allocate_container",
     "combine",
+    "daemon_settings",
     "device_nodes_step",
     "in_advertised_order",
+    "nvidia_answer",
+    "pipeline_steps",
     "preferred_allocation",
     "preferred_shared",
+    "select_imex_channels",
     "uses_whole_gpu_rule",
     "validate_request",
     "visible_devices_step",

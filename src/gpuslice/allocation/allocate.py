@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
-from functools import cached_property, lru_cache
-from typing import Any, Literal
+from collections.abc import Collection, Sequence
+from functools import lru_cache
 
 from gpuslice.allocation.answer import AllocationAnswer, ContainerAllocation, ContainerEdits, DeviceNode, combine
 from gpuslice.allocation.errors import (
@@ -18,56 +16,12 @@ from gpuslice.allocation.errors import (
     UnhealthyDevice,
     UnknownDevice,
 )
-from gpuslice.config import Config
+from gpuslice.allocation.options import DEFAULT_OPTIONS, AllocateOptions, AllocationContext, EditStep
 from gpuslice.sharing import AdvertisedDevice, Resource, is_replica, physical_id, weakest
 
 VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
+# The default pipeline's control nodes; NVIDIA's pipeline uses the options' control_nodes (those present).
 CONTROL_DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
-
-
-@dataclass(frozen=True)
-class AllocationContext:
-    """What every pipeline step sees: the resource, the validated devices and the options."""
-
-    resource: Resource
-    devices: tuple[AdvertisedDevice, ...]  # as requested, validated
-    physical: tuple[AdvertisedDevice, ...]  # one per physical device, first-seen order
-    options: AllocateOptions
-
-
-EditStep = Callable[[AllocationContext], ContainerEdits]
-
-
-@dataclass(frozen=True)
-class AllocateOptions:
-    """How answers are built: a pipeline of steps, each adding ContainerEdits, merged in order.
-
-    The default pipeline is NVIDIA_VISIBLE_DEVICES plus device nodes. `pipeline` replaces it entirely
-    (e.g. NVIDIA's full device-list-strategy answer with CDI, volume-mounts and MPS); `extra_steps`
-    run after whichever pipeline is in force.
-    """
-
-    device_id_strategy: Literal["uuid", "index"] = "uuid"
-    pass_device_specs: bool = True  # the default pipeline always injects device nodes (issue 2's contract)
-    dev_root: str = "/"  # host paths are dev_root + container path (NVIDIA's nvidiaDevRoot)
-    extra_steps: tuple[EditStep, ...] = ()
-    pipeline: tuple[EditStep, ...] | None = None
-
-    @classmethod
-    def from_config(cls, config: Config, **overrides: Any) -> AllocateOptions:
-        """The ID strategy and dev root of `config`; keyword overrides for any other field."""
-        flags = config.flags
-        settings: dict[str, Any] = {"device_id_strategy": flags.plugin.device_id_strategy, "dev_root": flags.dev_root}
-        return cls(**(settings | overrides))
-
-    @cached_property
-    def steps(self) -> tuple[EditStep, ...]:
-        if self.pipeline is not None:
-            return (*self.pipeline, *self.extra_steps)
-        return (visible_devices_step, *((device_nodes_step,) if self.pass_device_specs else ()), *self.extra_steps)
-
-
-DEFAULT_OPTIONS = AllocateOptions()
 
 
 def validate_request(
@@ -123,7 +77,7 @@ def allocate_container(
         first.setdefault(device.physical_id, device)
     options = options or DEFAULT_OPTIONS
     context = AllocationContext(resource, devices, tuple(first.values()), options)
-    edits = combine([step(context) for step in options.steps])
+    edits = combine([step(context) for step in pipeline_steps(options)])
     return ContainerAllocation(
         resource=resource.name,
         device_ids=tuple(device_ids),
@@ -131,6 +85,13 @@ def allocate_container(
         edits=edits,
         isolation=weakest(device.isolation for device in devices),
     )
+
+
+def pipeline_steps(options: AllocateOptions) -> tuple[EditStep, ...]:
+    """The steps `options` runs: its own pipeline, or gpuslice's default one, then its extra steps."""
+    if options.pipeline is not None:
+        return (*options.pipeline, *options.extra_steps)
+    return (visible_devices_step, *((device_nodes_step,) if options.pass_device_specs else ()), *options.extra_steps)
 
 
 def allocate(

@@ -81,3 +81,18 @@ class NotEnoughDevices(AllocationError):
     def __init__(self, resource: str, needed: int, available: int) -> None:
         detail = f"not enough available devices to satisfy allocation: need {needed}, {available} available"
         super().__init__(resource, detail)
+
+
+class PlacementUnavailable(AllocationError):
+    """A dynamic MIG placement that overlaps (or is) a held instance, or whose profile cap is reached."""
+
+    def __init__(self, resource: str, device: str, reason: str) -> None:
+        super().__init__(resource, f"device {device} is not available: {reason}", device)
+
+
+class ImexChannelMissing(ValueError):
+    """A required IMEX channel whose device node does not exist (NVIDIA's text)."""
+
+
+class AllocationFailed(RuntimeError):
+    """A valid request the device could not carry out (a MIG device not created); nothing stays held."""

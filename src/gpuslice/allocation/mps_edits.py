@@ -125,7 +125,7 @@ def client_edits(
     per_container_limits: bool = True,
     restrict_visibility: bool = True,
 ) -> ContainerEdits:
-    """What an MPS client container gets (NVIDIA §6 step 2, plus gpuslice's per-container caps).
+    """What an MPS client container gets (NVIDIA's second Allocate step, plus gpuslice's per-container caps).
 
     NVIDIA: CUDA_MPS_PIPE_DIRECTORY and two mounts (the pipe directory, and <mpsRoot>/shm on /dev/shm).
     gpuslice adds, unless switched off: CUDA_MPS_PINNED_DEVICE_MEM_LIMIT as `<ordinal>=<N>M` per GPU,

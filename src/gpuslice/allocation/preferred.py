@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from gpuslice.allocation.errors import NotEnoughDevices
-from gpuslice.allocation.preferred_topology import preferred_whole_gpus
 from gpuslice.sharing import AllocationPolicy, Resource, is_replica
-from gpuslice.topology import Topology, UnknownGpuError
+from gpuslice.topology import Topology, UnknownGpuError, preferred_whole_gpus
 
 # Rule A (whole GPUs): (resource, available, must_include, size) -> preferred IDs. The plugin passes
 # one bound to the node's topology (whole_gpu_rule_for); without one, GPUs go in advertised order.

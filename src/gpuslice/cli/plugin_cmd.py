@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 import click
 
@@ -15,13 +13,10 @@ from gpuslice.allocation.cdi import DEFAULT_CDI_DIR
 from gpuslice.config import PLUGIN_FLAGS, ConfigError, coerce, overrides_from_env
 from gpuslice.mps import MpsStartError
 from gpuslice.plugin import PluginStartError, RegistrationError
-from gpuslice.plugin.compat import CompatError, allocate_options
-from gpuslice.plugin.lifecycle import build_runtime, run_until_signalled
+from gpuslice.plugin.app import AppOptions, PluginApp
+from gpuslice.plugin.compat import CompatError
 from gpuslice.plugin.logs import LOG_FORMATS, configure_logging
-from gpuslice.plugin.metrics import PluginMetrics
-from gpuslice.plugin.reload import ConfigReloader, compat_options
-from gpuslice.plugin.run import SetupError, build_manager, prepare
-from gpuslice.sharing.mig_checkpoint import FILE_NAME as MIG_CHECKPOINT_FILE
+from gpuslice.plugin.run import SetupError
 from gpuslice.wire import DEFAULT_KUBELET_SOCKET, DEFAULT_POD_RESOURCES_SOCKET
 
 EXIT_BAD_INPUT = 2
@@ -140,30 +135,30 @@ def plugin(
     configure_logging(log_format, verbosity, node_name, level=level)  # type: ignore[arg-type]
     log = logging.getLogger("gpuslice.plugin")
     try:
-        socket_dir = None if kubelet_socket else DEFAULT_KUBELET_SOCKET.rsplit("/", 1)[0]
-        plugin_dir = Path(socket_dir) if socket_dir else Path(kubelet_socket).parent
-        checkpoint = mig_checkpoint or str(plugin_dir / MIG_CHECKPOINT_FILE)
-        overrides = nvidia_overrides(nvidia, os.environ)
-        setup = prepare(backend, node_spec, config_file, node_name, mig_checkpoint=checkpoint, overrides=overrides)
-        compat = compat_options(setup.backend, cdi_spec_dir, mps_control_command)
-        served, compat_warnings = ConfigReloader.prepare(setup.config, setup.node, setup.plan, compat)
-        metrics = PluginMetrics()
-        manager = build_manager(
-            setup,
-            kubelet_socket or None,
-            socket_dir,
+        options = AppOptions(
+            backend=backend,
+            node_spec=node_spec,
+            config_file=config_file,
+            kubelet_socket=kubelet_socket or None,
+            node_name=node_name,
             pod_resources_socket=pod_resources_socket,
-            mig_checkpoint=checkpoint,
-            observer=metrics,
-            options=allocate_options(setup.config, served.settings),
+            mig_checkpoint=mig_checkpoint,
+            metrics_port=metrics_port,
+            cdi_spec_dir=cdi_spec_dir,
+            mps_control_command=mps_control_command,
+            overrides=nvidia_overrides(nvidia, os.environ),
+            environ=dict(os.environ),
         )
-        reloader = ConfigReloader(manager, served, config_file, setup.backend, compat, overrides=overrides)
+        app = PluginApp(options)
     except (SetupError, ConfigError, CompatError) as exc:
         click.echo(f"gpuslice plugin: error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    for warning in setup.warnings + compat_warnings:
+    except PluginStartError as exc:
+        click.echo(f"gpuslice plugin: error: {exc}", err=True)
+        sys.exit(EXIT_START_FAILED)
+    for warning in app.warnings:
         log.warning("%s", warning)
-    for resource in setup.plan.resources:
+    for resource in app.plan.resources:
         log.info(
             "advertising %s: %d devices (%s), isolation %s",
             resource.name,
@@ -172,16 +167,9 @@ def plugin(
             resource.isolation.value,
         )
     try:
-        runtime = build_runtime(
-            manager, setup.backend, setup.node, setup.config, os.environ, metrics=metrics, metrics_port=metrics_port
-        )
-        runtime.add_shutdown_hook(reloader.stop)  # MPS daemons quit after the servers are down
-        reloader.start_extras()  # CDI spec and MPS daemons before anything is served, as NVIDIA does
-        run_until_signalled(
-            runtime, ready=lambda: log.info("plugin ready"), handlers={signal.SIGHUP: reloader.on_sighup}
-        )
+        app.run_until_signalled(ready=lambda: log.info("plugin ready"))
     except (PluginStartError, RegistrationError, MpsStartError, CompatError) as exc:
-        reloader.stop()
+        app.stop()
         click.echo(f"gpuslice plugin: error: {exc}", err=True)
         sys.exit(EXIT_START_FAILED)
     log.info("plugin stopped")

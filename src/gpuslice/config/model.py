@@ -19,7 +19,8 @@ class _Model(BaseModel):
 
 
 class PluginFlags(_Model):
-    pass_device_specs: bool = Field(False, alias="passDeviceSpecs")
+    # Unset (None): allocation.AllocateOptions.pass_device_specs holds the one default.
+    pass_device_specs: bool | None = Field(None, alias="passDeviceSpecs")
     device_list_strategy: tuple[str, ...] = Field(("envvar",), alias="deviceListStrategy")
     device_id_strategy: Literal["uuid", "index"] = Field("uuid", alias="deviceIDStrategy")
     cdi_annotation_prefix: str = Field("cdi.k8s.io/", alias="cdiAnnotationPrefix")

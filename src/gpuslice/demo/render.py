@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuslice.demo.dynamic_mig import render_dynamic_lines
+from gpuslice.demo.dynamic_part import render_dynamic_lines, row
 from gpuslice.demo.walkthrough import DemoReport, ModeReport
 from gpuslice.sharing import Isolation
 
-_LABEL = 14
-
-
-def _line(label: str, value: str, indent: int = 3) -> str:
-    return f"{' ' * indent}{label:<{_LABEL}}{value}"
+_line = row
 
 
 def render_text(report: DemoReport) -> str:

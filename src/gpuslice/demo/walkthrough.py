@@ -13,17 +13,15 @@ from typing import Any
 
 import grpc
 
-from gpuslice.config import parse_config_text
-from gpuslice.demo.dynamic_mig import DynamicMigPart, run_dynamic_part
+from gpuslice.demo.dynamic_part import WAIT_S, DynamicMigPart, run_dynamic_part
 from gpuslice.discovery import load_node_spec
 from gpuslice.gpu import Node
 from gpuslice.kubelet import ContainerAllocation, MockKubelet
 from gpuslice.plugin import PluginManager
-from gpuslice.plugin.run import assemble_manager
-from gpuslice.sharing import Resource, build_resources
+from gpuslice.plugin.app import AppOptions, PluginApp
+from gpuslice.sharing import Resource
 from gpuslice.wire import deviceplugin_pb2
 
-WAIT_S = 10.0
 _SHORT_TEMP_LIMIT = 40  # keep "<temp>/gs-demo-xxxxxxxx/timeslice/<socket>" well under 107 bytes
 
 
@@ -142,20 +140,29 @@ def run_demo(workdir: Path | None = None) -> DemoReport:
 
 @contextmanager
 def _running(scenario: Scenario, directory: Path) -> Iterator[tuple[MockKubelet, PluginManager, Resource, Node]]:
-    """A mock kubelet and an in-process plugin for one scenario, both stopped on exit."""
-    spec = load_node_spec(f"preset:{scenario.preset}")
-    config = parse_config_text(scenario.config_yaml, f"<demo {scenario.key}>").config
-    plan = build_resources(spec.node, config)
-    if len(plan.resources) != 1:
-        raise RuntimeError(f"scenario {scenario.key} should advertise one resource, not {list(plan.names)}")
-    resource = plan.resources[0]
-    with (
-        MockKubelet(directory, checkpoint_enabled=False) as kubelet,
-        assemble_manager(plan, spec.node, config, kubelet.socket_path, spec.topology) as manager,
-    ):
-        if not kubelet.wait_for(resource=resource.name, allocatable=len(resource.devices), timeout=WAIT_S):
-            raise RuntimeError(f"the kubelet never saw {resource.name} with {len(resource.devices)} devices")
-        yield kubelet, manager, resource, spec.node
+    """A mock kubelet and an in-process plugin (PluginApp) for one scenario, both stopped on exit."""
+    config_file = directory / "config.yaml"
+    directory.mkdir(parents=True, exist_ok=True)
+    config_file.write_text(scenario.config_yaml)
+    with MockKubelet(directory, checkpoint_enabled=False) as kubelet:
+        options = AppOptions(
+            backend="fake",
+            node_spec=f"preset:{scenario.preset}",
+            config_file=str(config_file),
+            kubelet_socket=str(kubelet.socket_path),
+            pod_resources_socket=str(kubelet.pod_resources_socket),
+            cdi_spec_dir=str(directory / "cdi"),
+            nvidia_answers=False,  # the walkthrough shows the model's plain answer
+        )
+        app = PluginApp(options)
+        plan = app.plan
+        if len(plan.resources) != 1:
+            raise RuntimeError(f"scenario {scenario.key} should advertise one resource, not {list(plan.names)}")
+        resource = plan.resources[0]
+        with app:
+            if not kubelet.wait_for(resource=resource.name, allocatable=len(resource.devices), timeout=WAIT_S):
+                raise RuntimeError(f"the kubelet never saw {resource.name} with {len(resource.devices)} devices")
+            yield kubelet, app.manager, resource, app.node
 
 
 def _mode_report(

@@ -1,10 +1,13 @@
 """Discovery: backends that find a node's GPUs (fake node spec; NVML and host paths on real nodes).
 
-The NVML backend (discovery.nvml) is deliberately not re-exported: importing it loads pynvml, and
-only code that chose NVML should pay for (and depend on) that.
+The NVML backend (discovery.nvml) is deliberately not re-exported: callers other than backend
+selection work through the Backend protocol and its capabilities, never through NVML's classes.
+Importing discovery.nvml does not load pynvml; building an NvmlBackend without a library does.
 """
 
 from gpuslice.discovery.backend import Backend, FakeBackend
+from gpuslice.discovery.capabilities import HealthSource, MigControl, MigControlError, Prober
+from gpuslice.discovery.mig_recording import RecordingMigControl
 from gpuslice.discovery.nodespec import (
     DEFAULT_PRESET,
     PRESETS,
@@ -14,7 +17,7 @@ from gpuslice.discovery.nodespec import (
     parse_node_spec,
 )
 from gpuslice.discovery.select import BACKEND_KINDS, BackendInitError, IdleBackend, make_backend
-from gpuslice.discovery.xid import XidEvent, affected_device_ids
+from gpuslice.discovery.xid import XidEvent
 
 __all__ = [
     "BACKEND_KINDS",
@@ -23,11 +26,15 @@ __all__ = [
     "Backend",
     "BackendInitError",
     "FakeBackend",
+    "HealthSource",
     "IdleBackend",
+    "MigControl",
+    "MigControlError",
     "NodeSpec",
     "NodeSpecError",
+    "Prober",
+    "RecordingMigControl",
     "XidEvent",
-    "affected_device_ids",
     "load_node_spec",
     "make_backend",
     "parse_node_spec",

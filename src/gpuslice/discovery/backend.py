@@ -1,16 +1,25 @@
-"""The hardware boundary: a Backend discovers a Node; the fake one reads a node spec."""
+"""The hardware boundary: a Backend discovers a Node and says what else it can do; the fake one reads a node spec."""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
 
+from gpuslice.discovery.capabilities import HealthSource, MigControl, Prober
+from gpuslice.discovery.health_file import HEALTH_FILE_POLL_S, HealthFileSource
+from gpuslice.discovery.mig_recording import RecordingMigControl
 from gpuslice.discovery.nodespec import NodeSpec, load_node_spec
 from gpuslice.gpu import Node
 
 
 @runtime_checkable
 class Backend(Protocol):
-    """Discovers the GPUs of this node."""
+    """Discovers the GPUs of this node, and answers what else it offers.
+
+    Every capability is a method with an honest default (none of it), so a new or wrapping backend that
+    subclasses Backend keeps working and only loses what it does not provide; callers ask these methods,
+    never the backend's class.
+    """
 
     name: str
 
@@ -18,9 +27,33 @@ class Backend(Protocol):
         """Return the node as it is now."""
         ...
 
+    def health_source(self, poll_interval_s: float = HEALTH_FILE_POLL_S) -> HealthSource | None:
+        """Where health events come from (polled every `poll_interval_s` where it polls); None: no events."""
+        return None
 
-class FakeBackend:
-    """A node described by a YAML node spec or a built-in preset; deterministic IDs."""
+    def prober(self) -> Prober | None:
+        """An active probe that may return an unhealthy GPU to Healthy; None: recovery comes from events only."""
+        return None
+
+    def mig_control(self, node: Node) -> MigControl | None:
+        """What creates and destroys MIG devices on `node` (as this backend discovered it); None: it cannot."""
+        return None
+
+    def topology_spec(self) -> Mapping[str, Any] | None:
+        """A node-spec `topology` section describing the GPU links; None: derive them from the GPUs."""
+        return None
+
+    def assumes_device_nodes(self) -> bool:
+        """True when the node's /dev is imaginary, so every device node NVIDIA looks for counts as present."""
+        return False
+
+
+class FakeBackend(Backend):
+    """A node described by a YAML node spec or a built-in preset; deterministic IDs.
+
+    Capabilities: the spec's `health_events` file, a recording MIG control, the spec's topology, and a
+    /dev where every NVIDIA device node exists.
+    """
 
     name = "fake"
 
@@ -34,3 +67,16 @@ class FakeBackend:
 
     def discover(self) -> Node:
         return self.spec.node
+
+    def health_source(self, poll_interval_s: float = HEALTH_FILE_POLL_S) -> HealthSource | None:
+        path = self.spec.health_events
+        return HealthFileSource(path, poll_interval_s) if path is not None else None
+
+    def mig_control(self, node: Node) -> MigControl | None:
+        return RecordingMigControl(node)
+
+    def topology_spec(self) -> Mapping[str, Any] | None:
+        return self.spec.topology
+
+    def assumes_device_nodes(self) -> bool:
+        return True

@@ -14,8 +14,8 @@ from gpuslice.discovery.xid import XidEvent
 
 log = logging.getLogger(__name__)
 
-POLL_INTERVAL_S = 0.02
-ALL_DEVICES = "all"  # `all <xid>`: an event without a device, which NVIDIA applies to every GPU
+HEALTH_FILE_POLL_S = 0.02
+ALL_DEVICES_TOKEN = "all"  # `all <xid>`: an event without a device, which NVIDIA applies to every GPU
 RECOVERY_WORD = "ok"
 _READ_CHUNK = 1 << 20
 
@@ -46,12 +46,12 @@ def parse_health_line(line: str) -> HealthRecord | None:
     device, what = fields[0], fields[1]
     note = fields[2] if len(fields) > 2 else ""
     if what.lower() == RECOVERY_WORD:
-        if device.lower() == ALL_DEVICES:
+        if device.lower() == ALL_DEVICES_TOKEN:
             raise HealthLineError("a recovery line must name one device, not `all`")
         return ProbePassed(device, note)
     if not what.isascii() or not what.isdigit():
         raise HealthLineError(f"{what!r} is neither an Xid number nor `ok`")
-    uuid = None if device.lower() == ALL_DEVICES else device
+    uuid = None if device.lower() == ALL_DEVICES_TOKEN else device
     return XidEvent(uuid, int(what), reason=note)
 
 
@@ -66,7 +66,7 @@ class HealthFileSource:
 
     name = "health-file"
 
-    def __init__(self, path: str | Path, poll_interval_s: float = POLL_INTERVAL_S) -> None:
+    def __init__(self, path: str | Path, poll_interval_s: float = HEALTH_FILE_POLL_S) -> None:
         self.path = Path(path)
         self.poll_interval_s = poll_interval_s
         self.bad_lines = 0

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from gpuslice.discovery.backend import Backend
 from gpuslice.discovery.xid import XidEvent
 from gpuslice.gpu import ComputeCapability, Gpu, Node
 
@@ -197,7 +198,7 @@ def scan_pci(root: Path) -> list[PciGpu]:
     return found
 
 
-class HostPathBackend:
+class HostPathBackend(Backend):
     """Discovers GPUs from driver files under `root` ('/' on the host, '/host' in a container).
 
     Knows: model name, UUID, PCI bus id, device minor, NUMA node, driver version, which MIG instance ids

@@ -29,7 +29,7 @@ class BackendInitError(RuntimeError):
         super().__init__(f"backend {kind!r}: " + "; ".join(reasons))
 
 
-class IdleBackend:
+class IdleBackend(Backend):
     """A backend that advertises no GPUs (failOnInitError=false and nothing found); `reason` says why."""
 
     name = "idle"

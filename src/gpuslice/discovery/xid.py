@@ -1,12 +1,11 @@
-"""Xid health events: what a critical Xid says, which devices it hits, and which Xids are ignored."""
+"""Xid health events: what an Xid event says and which Xids are ignored (health.targets says which devices it hits)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuslice.gpu import Node
-
-# Application-caused Xids that NVIDIA's device plugin ignores by default (see nvidia-compat.md §8).
+# Application-caused Xids that NVIDIA's device plugin ignores by default: they report a fault of the
+# workload (illegal address, page fault, ...), not of the GPU.
 DEFAULT_IGNORED_XIDS: frozenset[int] = frozenset({13, 31, 43, 45, 68, 109})
 
 # NVML reports "no GPU/compute instance" (an event on the whole GPU) with this value.
@@ -48,21 +47,3 @@ class XidEvent:
 def instance_id(raw: int) -> int | None:
     """NVML's GI/CI field of an event: None for 'not MIG-scoped'."""
     return None if raw == NO_INSTANCE else raw
-
-
-def affected_device_ids(event: XidEvent, node: Node) -> list[str]:
-    """The advertised device IDs (GPU or MIG UUIDs) an event makes unhealthy.
-
-    A MIG-scoped event hits only the MIG device with matching GI/CI; a whole-GPU event hits the GPU
-    and every MIG device on it; an event without a UUID hits every device of the node.
-    """
-    ids: list[str] = []
-    for gpu in node.gpus:
-        if event.uuid is not None and gpu.uuid != event.uuid:
-            continue
-        if event.mig_scoped:
-            ids.extend(m.uuid for m in gpu.mig_instances if (m.gi, m.ci) == (event.gi, event.ci))
-            continue
-        ids.append(gpu.uuid)
-        ids.extend(m.uuid for m in gpu.mig_instances)
-    return ids

@@ -6,15 +6,13 @@ import enum
 import threading
 from dataclasses import dataclass
 
+from gpuslice.discovery.nvml.health import NVML_PROBE_INTERVAL_S, NVML_QUIET_S
 from gpuslice.discovery.xid import XidEvent
 from gpuslice.gpu import Node
 from gpuslice.health.targets import event_targets, probe_targets
 from gpuslice.health.xids import XidPolicy
 
-# NVML probe defaults (docs/health.md): a GPU is probed only after this long without a new critical Xid,
-# and at most once per interval while it stays unhealthy.
-NVML_QUIET_S = 60.0
-NVML_PROBE_INTERVAL_S = 30.0
+__all__ = ["NVML_PROBE_INTERVAL_S", "NVML_QUIET_S", "RecoveryPolicy"]
 
 
 @dataclass(frozen=True)

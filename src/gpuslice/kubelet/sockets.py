@@ -13,9 +13,10 @@ from typing import Any
 
 import grpc
 
+from gpuslice.wire import SOCKET_PATH_MAX
+
 log = logging.getLogger("gpuslice.kubelet")
 
-SOCKET_PATH_MAX = 107  # sun_path is 108 bytes including the terminating NUL
 _STOP_GRACE_S = 0.5
 
 

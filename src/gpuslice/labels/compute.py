@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from gpuslice.config import Config, effective_sharing
 from gpuslice.gpu import Node
-from gpuslice.labels.dynamic_mig import dynamic_mig_labels
+from gpuslice.labels.dynamic_profiles import dynamic_mig_labels
 from gpuslice.labels.isolation import gpuslice_labels
 from gpuslice.labels.names import NVIDIA_PREFIX, TIMESTAMP_LABEL, validate_labels
 from gpuslice.labels.nvidia import nvidia_labels

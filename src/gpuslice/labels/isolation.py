@@ -8,7 +8,6 @@ from gpuslice.config import Config
 from gpuslice.gpu import Node
 from gpuslice.labels.names import GPUSLICE_PREFIX, label_key_problem, sanitise, short_resource_name
 from gpuslice.sharing import Isolation, Resource, SharingError, build_resources, isolation_label_key
-from gpuslice.sharing.dynamic_plan import build_dynamic_plan
 
 
 def mps_limits(resource: Resource) -> tuple[int, int]:
@@ -30,12 +29,9 @@ def gpuslice_labels(node: Node, config: Config) -> tuple[dict[str, str], list[st
         return {}, warnings
     labels: dict[str, str] = {}
     try:
-        if config.flags.mig_strategy == "dynamic":
-            # Instances the plugin created must not turn a dynamic GPU into a fixed layout here: the
-            # labeller cannot tell them apart, so every MIG-enabled GPU counts as dynamic.
-            plan = build_dynamic_plan(node, config, claimed={gpu.uuid for gpu in node.gpus})
-        else:
-            plan = build_resources(node, config)
+        # Under dynamic MIG, instances the plugin created must not turn a dynamic GPU into a fixed layout
+        # here: the labeller cannot tell them apart, so every MIG-enabled GPU counts as claimed.
+        plan = build_resources(node, config, claimed={gpu.uuid for gpu in node.gpus})
         resources = plan.resources
     except SharingError as exc:
         warnings.append(f"no gpuslice.io isolation labels: the plugin cannot advertise this node: {exc}")

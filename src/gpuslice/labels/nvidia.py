@@ -52,7 +52,7 @@ def nvidia_labels(
     elif strategy == "mixed":
         labels.update(mig_mixed_labels(node.gpus, sharing))
     # dynamic: no nvidia.com/mig-<profile>.* labels, since instances come and go with pods; what the GPUs
-    # can be carved into is in gpuslice.io (labels.dynamic_mig). nvidia.com/gpu.* are as under mixed.
+    # can be carved into is in gpuslice.io (labels.dynamic_profiles). nvidia.com/gpu.* are as under mixed.
     return labels, warnings
 
 

@@ -7,6 +7,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+PIPE_ENV = "CUDA_MPS_PIPE_DIRECTORY"  # where an MPS client finds its control daemon's pipes
+
 DEFAULT_CONTROL_COMMAND = ("nvidia-cuda-mps-control",)
 COMMAND_TIMEOUT_S = 10.0
 

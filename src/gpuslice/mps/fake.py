@@ -6,9 +6,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gpuslice.mps.control import MpsDaemonError
-
-PIPE_ENV = "CUDA_MPS_PIPE_DIRECTORY"
+from gpuslice.mps.control import PIPE_ENV, MpsDaemonError
 
 
 @dataclass

@@ -10,12 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuslice.allocation.mps_edits import DaemonSettings, MpsConfigError, daemon_settings, log_directory, pipe_directory
-from gpuslice.mps.control import MpsControl, MpsDaemonError
+from gpuslice.mps.control import PIPE_ENV, MpsControl, MpsDaemonError
 from gpuslice.sharing import Resource
 
 log = logging.getLogger("gpuslice.mps")
 
-PIPE_ENV = "CUDA_MPS_PIPE_DIRECTORY"
 LOG_ENV = "CUDA_MPS_LOG_DIRECTORY"
 VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"
 PROBE_COMMAND = "get_default_active_thread_percentage"

@@ -1,12 +1,13 @@
 """The device plugin: gRPC servers per resource, registration, kubelet-restart watch, health loop."""
 
-from gpuslice.plugin.manager import PluginExtension, PluginManager, ServiceFactory
+from gpuslice.plugin.manager import AllocatorFactory, PluginExtension, PluginManager
 from gpuslice.plugin.naming import SOCKET_PREFIX, socket_name
 from gpuslice.plugin.server import PluginStartError, RegistrationError, ResourceServer
 from gpuslice.plugin.service import NullObserver, PluginObserver, ResourceService
 
 __all__ = [
     "SOCKET_PREFIX",
+    "AllocatorFactory",
     "NullObserver",
     "PluginExtension",
     "PluginManager",
@@ -15,6 +16,5 @@ __all__ = [
     "RegistrationError",
     "ResourceServer",
     "ResourceService",
-    "ServiceFactory",
     "socket_name",
 ]

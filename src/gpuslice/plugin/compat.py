@@ -10,9 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuslice.allocation import AllocateOptions
+from gpuslice.allocation import AllocateOptions, ImexChannelMissing, nvidia_answer, select_imex_channels
 from gpuslice.allocation.cdi import CONTROL_NODES, DEFAULT_CDI_DIR, CdiError, write_node_specs
-from gpuslice.allocation.strategies import DeviceListSettings, ImexChannelMissing, nvidia_answer, select_imex_channels
 from gpuslice.config import Config
 from gpuslice.gpu import Node
 from gpuslice.mps import DEFAULT_CONTROL_COMMAND, CommandControl, MpsControl, MpsManager
@@ -60,8 +59,15 @@ class CompatOptions:
         return tuple(shlex.split(text)) if text else DEFAULT_CONTROL_COMMAND
 
 
-def device_list_settings(config: Config, options: CompatOptions) -> tuple[DeviceListSettings, tuple[str, ...]]:
-    """The Allocate settings of `config` on this node, and warnings (IMEX channels that are missing)."""
+def allocate_options(
+    config: Config, options: CompatOptions, nvidia_answers: bool = True
+) -> tuple[AllocateOptions, tuple[str, ...]]:
+    """The Allocate options of `config` on this node, and warnings (IMEX channels that are missing).
+
+    `nvidia_answers`: NVIDIA's whole answer (device list strategies, CDI, MPS, IMEX, feature envs), as
+    `gpuslice plugin` gives; False: gpuslice's plain one (NVIDIA_VISIBLE_DEVICES and device nodes).
+    CompatError when a required IMEX channel is missing.
+    """
     imex = config.imex
     try:
         channels, warnings = select_imex_channels(
@@ -70,17 +76,13 @@ def device_list_settings(config: Config, options: CompatOptions) -> tuple[Device
     except ImexChannelMissing as exc:
         raise CompatError(f"imex.channelIDs: {exc}") from exc
     control = tuple(path for path in CONTROL_NODES if options.node_exists(path))
-    return DeviceListSettings.from_config(config, imex_channels=channels, control_nodes=control), warnings
-
-
-def allocate_options(config: Config, settings: DeviceListSettings) -> AllocateOptions:
-    """Allocate answers built by NVIDIA's pipeline (device list strategies, CDI, MPS, IMEX, device specs)."""
-    return AllocateOptions.from_config(
-        config, pass_device_specs=settings.pass_device_specs, pipeline=(nvidia_answer(settings),)
+    allocate = AllocateOptions.from_config(
+        config, imex_channels=channels, control_nodes=control, pipeline=(nvidia_answer,) if nvidia_answers else None
     )
+    return allocate, warnings
 
 
-def write_cdi_specs(settings: DeviceListSettings, node: Node, cdi_dir: str) -> tuple[Path, ...]:
+def write_cdi_specs(settings: AllocateOptions, node: Node, cdi_dir: str) -> tuple[Path, ...]:
     """With a cdi-* strategy, regenerate the CDI spec files (NVIDIA does so at every start); else nothing."""
     if not settings.cdi_enabled:
         return ()

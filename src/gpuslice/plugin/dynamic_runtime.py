@@ -8,23 +8,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuslice.allocation import AllocateOptions, WholeGpuRule
-from gpuslice.discovery import Backend, FakeBackend
-from gpuslice.discovery.nvml import NvmlBackend
-from gpuslice.discovery.nvml_mig import MigControl, NvmlMigControl, RecordingMigControl
+from gpuslice.allocation import AllocateOptions, Allocator, DynamicAllocator, StaticAllocator, WholeGpuRule
+from gpuslice.discovery import Backend, MigControl
 from gpuslice.gpu import Node
-from gpuslice.plugin.dynamic_mig import DynamicMig, ResumeReport, live_instances_for
-from gpuslice.plugin.dynamic_service import DynamicResourceService
 from gpuslice.plugin.pod_resources_watch import (
     ADMISSION_GRACE_S,
-    POLL_INTERVAL_S,
+    RELEASE_POLL_S,
     PodResourcesClient,
     ReleaseWatcher,
 )
-from gpuslice.plugin.service import PluginObserver, ResourceService
 from gpuslice.sharing import HealthStore, Resource, SharingPlan
-from gpuslice.sharing.dynamic_mig import DynamicMigGeometry, is_slot_id
-from gpuslice.sharing.mig_checkpoint import FILE_NAME, MigCheckpoint
+from gpuslice.sharing.dynamic.checkpoint import FILE_NAME, MigCheckpoint
+from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry, is_slot_id
+from gpuslice.sharing.dynamic.runtime import DynamicMig, ResumeReport
 
 log = logging.getLogger("gpuslice.plugin.dynamic_mig")
 
@@ -35,7 +31,7 @@ class DynamicMigSettings:
 
     pod_resources_socket: Path
     checkpoint_path: Path
-    poll_interval_s: float = POLL_INTERVAL_S
+    poll_interval_s: float = RELEASE_POLL_S
     admission_grace_s: float = ADMISSION_GRACE_S
 
     @classmethod
@@ -48,7 +44,7 @@ class DynamicMigRuntime:
     """Resumes the geometry before serving, watches pod-resources while serving, and builds the services.
 
     Call `start()` before the servers start (it resumes from the checkpoint or rebuilds it) and `stop()`
-    after they stop. `service_for` is the PluginManager's service factory.
+    after they stop. `allocator_for` is the PluginManager's allocator factory.
     """
 
     def __init__(
@@ -65,7 +61,7 @@ class DynamicMigRuntime:
             self.geometry,
             control,
             MigCheckpoint(settings.checkpoint_path, node_name),
-            live_instances_for(control, gpu_indices),
+            lambda: control.live_instances(gpu_indices),
         )
         self.client = PodResourcesClient(settings.pod_resources_socket)
         self.watcher = ReleaseWatcher(
@@ -100,18 +96,17 @@ class DynamicMigRuntime:
         self.watcher.stop()
         self.client.close()
 
-    def service_for(
+    def allocator_for(
         self,
         resource: Resource,
         health: HealthStore,
         options: AllocateOptions | None = None,
         whole_gpu_rule: WholeGpuRule | None = None,
-        observer: PluginObserver | None = None,
-    ) -> ResourceService:
-        """A DynamicResourceService for a resource with placements, the usual service otherwise."""
+    ) -> Allocator:
+        """A DynamicAllocator for a resource with placements, the static one otherwise."""
         if resource.name in self.geometry.resource_names:
-            return DynamicResourceService(resource, health, self.dynamic, options, whole_gpu_rule, observer)
-        return ResourceService(resource, health, options, whole_gpu_rule, observer)
+            return DynamicAllocator(resource, health, self.dynamic, options, whole_gpu_rule)
+        return StaticAllocator(resource, health, options, whole_gpu_rule)
 
 
 class DynamicMigUnavailable(ValueError):
@@ -119,11 +114,10 @@ class DynamicMigUnavailable(ValueError):
 
 
 def mig_control_for(backend: Backend, node: Node) -> MigControl:
-    """NVML creates real instances; the fake backend records them; other backends cannot."""
-    if isinstance(backend, NvmlBackend):
-        return NvmlMigControl(backend)
-    if isinstance(backend, FakeBackend):
-        return RecordingMigControl(node)
+    """The backend's MIG control; DynamicMigUnavailable when it has none."""
+    control = backend.mig_control(node)
+    if control is not None:
+        return control
     raise DynamicMigUnavailable(
         f"flags.migStrategy=dynamic: the {backend.name} backend cannot create MIG devices; use --backend nvml or fake"
     )

@@ -5,17 +5,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Protocol
 
-from gpuslice.discovery import Backend, FakeBackend, XidEvent
-from gpuslice.discovery.health_file import POLL_INTERVAL_S, HealthFileSource, HealthRecord, ProbePassed
-from gpuslice.discovery.nvml import NvmlBackend
-from gpuslice.discovery.nvml_health import NvmlHealthSource, NvmlProbe
+from gpuslice.discovery import Backend, HealthSource, Prober, XidEvent
+from gpuslice.discovery.health_file import HEALTH_FILE_POLL_S, HealthRecord, ProbePassed
 from gpuslice.gpu import Node
 from gpuslice.health import (
-    NVML_PROBE_INTERVAL_S,
-    NVML_QUIET_S,
     EventOutcome,
     HealthTracker,
     Mark,
@@ -28,26 +24,6 @@ from gpuslice.sharing import HealthStore
 log = logging.getLogger("gpuslice.plugin.health")
 
 SOURCE_RETRY_S = 1.0  # a health source that crashed is restarted after this long
-
-
-class HealthSource(Protocol):
-    """Where health records come from: NVML Xid events, or the fake backend's events file."""
-
-    name: str
-
-    def prime(self) -> None:
-        """Start observing now (called before registration, so no event after it is missed)."""
-        ...
-
-    def records(self, stop: threading.Event) -> Iterator[HealthRecord]:
-        """Records until `stop` is set; runs on the loop's own thread."""
-        ...
-
-
-class Prober(Protocol):
-    """An active health probe of one GPU, for recovery on real hardware."""
-
-    def probe(self, gpu_uuid: str) -> tuple[bool, str]: ...
 
 
 class HealthObserver(Protocol):
@@ -66,24 +42,10 @@ class _NoObserver:
         pass
 
 
-def health_source_for(backend: Backend, poll_interval_s: float = POLL_INTERVAL_S) -> HealthSource | None:
-    """The fake backend's `health_events` file, NVML's event stream, or None (no health events)."""
-    if isinstance(backend, FakeBackend):
-        path = backend.spec.health_events
-        return HealthFileSource(path, poll_interval_s) if path is not None else None
-    if isinstance(backend, NvmlBackend):
-        return NvmlHealthSource(backend)
-    return None
-
-
-def prober_for(backend: Backend) -> Prober | None:
-    return NvmlProbe(backend) if isinstance(backend, NvmlBackend) else None
-
-
-def recovery_policy_for(backend: Backend, enabled: bool) -> RecoveryPolicy:
-    """Events-file recovery lines are the probe itself (no quiet period); NVML probes wait for quiet."""
-    if isinstance(backend, NvmlBackend):
-        return RecoveryPolicy(enabled, quiet_s=NVML_QUIET_S, probe_interval_s=NVML_PROBE_INTERVAL_S)
+def recovery_policy_for(prober: Prober | None, enabled: bool) -> RecoveryPolicy:
+    """With a prober, its quiet period and interval; without one, recovery lines (events file) are the probe."""
+    if prober is not None:
+        return RecoveryPolicy(enabled, quiet_s=prober.quiet_s, probe_interval_s=prober.probe_interval_s)
     return RecoveryPolicy(enabled, quiet_s=0.0)
 
 
@@ -217,8 +179,9 @@ def build_health_loop(
     xids: XidPolicy,
     recovery_enabled: bool,
     observer: HealthObserver | None = None,
-    poll_interval_s: float = POLL_INTERVAL_S,
+    poll_interval_s: float = HEALTH_FILE_POLL_S,
 ) -> HealthLoop:
     """The health loop for a backend and the node it discovered (the same node the store was built from)."""
-    tracker = HealthTracker(node, xids, recovery_policy_for(backend, recovery_enabled))
-    return HealthLoop(store, tracker, health_source_for(backend, poll_interval_s), prober_for(backend), observer)
+    prober = backend.prober()
+    tracker = HealthTracker(node, xids, recovery_policy_for(prober, recovery_enabled))
+    return HealthLoop(store, tracker, backend.health_source(poll_interval_s), prober, observer)

@@ -15,7 +15,7 @@ from gpuslice.plugin.server import PluginStartError, RegistrationError
 
 log = logging.getLogger("gpuslice.plugin.kubelet")
 
-POLL_INTERVAL_S = 0.05
+KUBELET_POLL_S = 0.05
 BACKOFF_START_S = 0.1
 BACKOFF_MAX_S = 5.0
 SETTLE_S = 0.25  # how long a half-seen restart (one sign of two) may settle before we register anyway
@@ -74,7 +74,7 @@ class KubeletWatcher:
         kubelet_socket: str | Path,
         target: Registrable,
         *,
-        poll_interval_s: float = POLL_INTERVAL_S,
+        poll_interval_s: float = KUBELET_POLL_S,
         backoff: Backoff | None = None,
         on_registered: Callable[[], None] | None = None,
         on_failure: Callable[[Exception], None] | None = None,

@@ -8,14 +8,15 @@ import signal
 import threading
 from collections.abc import Callable, Mapping
 from types import FrameType
+from typing import Protocol
 
 from gpuslice.config import Config
 from gpuslice.discovery import Backend
+from gpuslice.discovery.health_file import HEALTH_FILE_POLL_S
 from gpuslice.gpu import Node
 from gpuslice.health import xid_policy_from_env
-from gpuslice.plugin.dynamic_service import DynamicResourceService
 from gpuslice.plugin.health_loop import HealthLoop, build_health_loop
-from gpuslice.plugin.kubelet_watch import POLL_INTERVAL_S, KubeletWatcher
+from gpuslice.plugin.kubelet_watch import KUBELET_POLL_S, KubeletWatcher
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.metrics import MetricsServer, PluginMetrics
 from gpuslice.plugin.server import PluginStartError
@@ -29,14 +30,15 @@ ShutdownHook = Callable[[], None]
 def device_counts(manager: PluginManager) -> dict[str, tuple[int, int]]:
     """Resource -> (advertised, healthy) devices, as the next ListAndWatch message would say.
 
-    A dynamic-MIG resource's service also sends the placements that held instances block as Unhealthy.
+    A served resource counts what its allocator lists as Unhealthy (dynamic MIG adds the placements held
+    instances block); one not served (yet) counts its unhealthy hardware.
     """
     services = {server.resource_name: server.service for server in manager.servers}
     counts: dict[str, tuple[int, int]] = {}
     for resource in manager.resources:
         service = services.get(resource.name)
-        if isinstance(service, DynamicResourceService):
-            unhealthy = service.unhealthy_now()
+        if service is not None and service.resource == resource:
+            unhealthy = service.allocator.unhealthy_now()
         else:
             unhealthy = manager.health.unhealthy_ids(resource)
         counts[resource.name] = (len(resource.devices), len(resource.devices) - len(unhealthy))
@@ -60,7 +62,7 @@ class PluginRuntime:
         metrics: PluginMetrics | None = None,
         metrics_port: int | None = None,
         metrics_address: str = "",
-        poll_interval_s: float = POLL_INTERVAL_S,
+        poll_interval_s: float = KUBELET_POLL_S,
     ) -> None:
         self.manager = manager
         self.health_loop = health_loop
@@ -161,6 +163,9 @@ def build_runtime(
     *,
     metrics: PluginMetrics | None = None,
     metrics_port: int | None = None,
+    metrics_address: str = "",
+    health_poll_s: float = HEALTH_FILE_POLL_S,
+    kubelet_poll_s: float = KUBELET_POLL_S,
 ) -> PluginRuntime:
     """The runtime of `gpuslice plugin`: the backend's health source under the DP_*_HEALTHCHECKS rules from
     `environ`, recovery as `gpuslice.healthRecovery` says, and metrics on `metrics_port` when given.
@@ -169,12 +174,29 @@ def build_runtime(
     """
     metrics = metrics or PluginMetrics()
     xids = xid_policy_from_env(environ)
-    loop = build_health_loop(backend, node, manager.health, xids, config.gpuslice.health_recovery, metrics)
-    return PluginRuntime(manager, health_loop=loop, metrics=metrics, metrics_port=metrics_port)
+    loop = build_health_loop(
+        backend, node, manager.health, xids, config.gpuslice.health_recovery, metrics, health_poll_s
+    )
+    return PluginRuntime(
+        manager,
+        health_loop=loop,
+        metrics=metrics,
+        metrics_port=metrics_port,
+        metrics_address=metrics_address,
+        poll_interval_s=kubelet_poll_s,
+    )
+
+
+class Startable(Protocol):
+    """What run_until_signalled runs: a PluginApp, or a bare PluginRuntime."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
 
 
 def run_until_signalled(
-    runtime: PluginRuntime,
+    runtime: Startable,
     ready: Callable[[], None] | None = None,
     handlers: Mapping[signal.Signals, Callable[[], None]] | None = None,
 ) -> signal.Signals:

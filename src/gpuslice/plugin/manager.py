@@ -9,23 +9,20 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol, Self
 
-from gpuslice.allocation import AllocateOptions, WholeGpuRule
+from gpuslice.allocation import AllocateOptions, Allocator, StaticAllocator, WholeGpuRule
 from gpuslice.plugin.server import DEFAULT_WORKERS, ResourceServer
 from gpuslice.plugin.service import PluginObserver, ResourceService
-from gpuslice.sharing import HealthChange, HealthStore, Resource, SharingPlan
+from gpuslice.sharing import HealthChange, HealthStore, Resource
 
 log = logging.getLogger("gpuslice.plugin")
 
 
-# Builds the DevicePlugin service of one resource (ResourceService, or a subclass), with the arguments of
-# ResourceService(resource, health, options, whole_gpu_rule, observer) in that order.
-ServiceFactory = Callable[
-    [Resource, HealthStore, AllocateOptions | None, WholeGpuRule | None, PluginObserver | None], ResourceService
-]
+# Builds the Allocator of one resource from (resource, health, options, whole_gpu_rule), in that order.
+AllocatorFactory = Callable[[Resource, HealthStore, AllocateOptions | None, WholeGpuRule | None], Allocator]
 
 
 class PluginExtension(Protocol):
-    """Something that lives as long as the plugin (dynamic MIG, say) and may build the services.
+    """Something that lives as long as the plugin (dynamic MIG, say) and builds the allocators.
 
     `start()` runs before the first server starts, `stop()` after the last one stopped; a kubelet
     restart (`reregister`) or a reload (`update`) touches neither.
@@ -36,20 +33,20 @@ class PluginExtension(Protocol):
     def stop(self) -> None: ...
 
     @property
-    def service_for(self) -> ServiceFactory: ...
+    def allocator_for(self) -> AllocatorFactory: ...
 
 
 class PluginManager:
     """The device plugin for one node: a ResourceServer per resource, all registered with one kubelet.
 
     `kubelet_socket=None` serves without registering (NVIDIA's empty --kubelet-socket); sockets then go
-    to `socket_dir`. Issue 4's lifecycle pieces call `reregister()` after a kubelet restart and
-    `set_health()` from the health loop; both are safe from any thread.
+    to `socket_dir`. The kubelet watcher calls `reregister()` after a kubelet restart and the health
+    loop `set_health()`; both are safe from any thread.
     """
 
     def __init__(
         self,
-        resources: SharingPlan | Sequence[Resource],
+        resources: Sequence[Resource],
         health: HealthStore,
         kubelet_socket: str | Path | None,
         options: AllocateOptions | None = None,
@@ -59,7 +56,7 @@ class PluginManager:
         workers: int = DEFAULT_WORKERS,
         extension: PluginExtension | None = None,
     ) -> None:
-        self.resources = tuple(resources.resources if isinstance(resources, SharingPlan) else resources)
+        self.resources = tuple(resources)
         self.health = health
         self.kubelet_socket = Path(kubelet_socket) if kubelet_socket else None
         if socket_dir is None and self.kubelet_socket is None:
@@ -70,10 +67,16 @@ class PluginManager:
         self._observer = observer
         self._workers = workers
         self._extension = extension
-        self._service_factory: ServiceFactory = extension.service_for if extension is not None else ResourceService
+        self._allocator_factory: AllocatorFactory = (
+            extension.allocator_for if extension is not None else StaticAllocator
+        )
         self._extension_started = False
         self._servers: list[ResourceServer] = []
         self._lock = threading.RLock()
+
+    @property
+    def extension(self) -> PluginExtension | None:
+        return self._extension
 
     @property
     def servers(self) -> tuple[ResourceServer, ...]:
@@ -107,7 +110,8 @@ class PluginManager:
                 log.warning("no devices to advertise; nothing is served")
 
     def _serve(self, resource: Resource) -> ResourceServer:
-        service = self._service_factory(resource, self.health, self._options, self._whole_gpu_rule, self._observer)
+        allocator = self._allocator_factory(resource, self.health, self._options, self._whole_gpu_rule)
+        service = ResourceService(allocator, self._observer)
         server = ResourceServer(service, self.socket_dir, self._workers)
         server.start()
         return server
@@ -127,7 +131,7 @@ class PluginManager:
 
     def update(
         self,
-        resources: SharingPlan | Sequence[Resource],
+        resources: Sequence[Resource],
         options: AllocateOptions | None = None,
         settings_changed: bool = False,
     ) -> tuple[str, ...]:
@@ -140,7 +144,7 @@ class PluginManager:
         new Allocate pipeline never needs a re-registration). Before start() this only records them.
         """
         del settings_changed
-        new = tuple(resources.resources if isinstance(resources, SharingPlan) else resources)
+        new = tuple(resources)
         with self._lock:
             if options is not None:
                 self._options = options

@@ -1,4 +1,4 @@
-"""Building the plugin for a node: backend -> node -> resources -> PluginManager (run by plugin.lifecycle)."""
+"""The plugin's building blocks for a node: backend -> node -> resources -> PluginManager (plugin.app assembles)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,15 @@ from typing import Any
 
 from gpuslice.allocation import AllocateOptions, whole_gpu_rule_for
 from gpuslice.config import Config, ConfigError, apply_overrides, load_config, validate_startup
-from gpuslice.discovery import Backend, FakeBackend
+from gpuslice.discovery import Backend
 from gpuslice.discovery.select import BackendInitError, make_backend
 from gpuslice.gpu import Node
 from gpuslice.plugin.dynamic_runtime import DynamicMigSettings, DynamicMigUnavailable, runtime_for
 from gpuslice.plugin.manager import PluginExtension, PluginManager
-from gpuslice.plugin.pod_resources_watch import pod_resources_socket as resolve_pod_resources_socket
 from gpuslice.plugin.server import DEFAULT_WORKERS
 from gpuslice.plugin.service import PluginObserver
-from gpuslice.sharing import HealthStore, SharingError, SharingPlan, build_resources
-from gpuslice.sharing.dynamic_plan import build_dynamic_plan
-from gpuslice.sharing.mig_checkpoint import FILE_NAME as MIG_CHECKPOINT_FILE
-from gpuslice.sharing.mig_checkpoint import claimed_gpus
+from gpuslice.sharing import HealthStore, SharingError, SharingPlan, build_resources, is_dynamic
+from gpuslice.sharing.dynamic.checkpoint import claimed_gpus
 from gpuslice.topology import TopologySpecError, topology_from_spec
 
 log = logging.getLogger("gpuslice.plugin")
@@ -50,12 +47,14 @@ def prepare(
     *,
     mig_checkpoint: str | Path | None = None,
     overrides: Mapping[str, Any] | None = None,
+    backend: Backend | None = None,
 ) -> PluginSetup:
     """Load the config, discover the node, and work out the resources; SetupError on any bad input.
 
     Under `migStrategy: dynamic`, GPUs the `mig_checkpoint` file holds placements on stay dynamic even
     though their instances (ours) now exist. `overrides` are NVIDIA's flags and env vars that were set
-    (dotted config keys, see config.PLUGIN_FLAGS); they win over the file.
+    (dotted config keys, see config.PLUGIN_FLAGS); they win over the file. `backend`, when given, is
+    used instead of building the one `backend_kind` names.
     """
     try:
         loaded = load_config(config_file)
@@ -63,13 +62,12 @@ def prepare(
         validate_startup(config)
     except ConfigError as exc:
         raise SetupError(str(exc)) from exc
-    backend = _backend(backend_kind, node_spec, config, node_name)
+    if backend is None:
+        backend = _backend(backend_kind, node_spec, config, node_name)
     node = backend.discover()
     try:
-        if config.flags.mig_strategy == "dynamic" and mig_checkpoint is not None:
-            plan = build_dynamic_plan(node, config, claimed_gpus(Path(mig_checkpoint), node.name))
-        else:
-            plan = build_resources(node, config)
+        claimed = claimed_gpus(Path(mig_checkpoint), node.name) if is_dynamic(config) and mig_checkpoint else ()
+        plan = build_resources(node, config, claimed)
     except SharingError as exc:
         raise SetupError(f"config {loaded.source}: {exc}") from exc
     return PluginSetup(config, node, plan, backend, loaded.warnings + plan.warnings)
@@ -86,40 +84,30 @@ def _backend(kind: str, node_spec: str | None, config: Config, node_name: str | 
 def build_manager(
     setup: PluginSetup,
     kubelet_socket: str | Path | None,
-    socket_dir: str | Path | None = None,
+    socket_dir: str | Path,
     *,
-    pod_resources_socket: str | Path | None = None,
-    mig_checkpoint: str | Path | None = None,
+    dynamic_settings: DynamicMigSettings,
     observer: PluginObserver | None = None,
     options: AllocateOptions | None = None,
+    workers: int = DEFAULT_WORKERS,
 ) -> PluginManager:
     """A PluginManager for the prepared node (not started); `observer` gets allocations and streams (metrics).
 
     `options`: the Allocate pipeline (plugin.compat.allocate_options for NVIDIA's strategies, CDI and MPS).
-
-    With dynamic MIG placements in the plan it carries a DynamicMigRuntime: releases are learnt from
-    `pod_resources_socket` (else env POD_RESOURCES_SOCKET, else the kubelet default) and holdings kept
-    in `mig_checkpoint` (default: beside the plugin sockets).
+    With dynamic MIG placements in the plan it carries a DynamicMigRuntime built from `dynamic_settings`.
     """
-    section = setup.backend.spec.topology if isinstance(setup.backend, FakeBackend) else None
-    directory = Path(socket_dir) if socket_dir is not None else Path(kubelet_socket).parent if kubelet_socket else None
-    dynamic = None
-    if directory is not None:
-        settings = DynamicMigSettings(
-            resolve_pod_resources_socket(str(pod_resources_socket) if pod_resources_socket else None),
-            Path(mig_checkpoint) if mig_checkpoint else directory / MIG_CHECKPOINT_FILE,
-        )
-        try:
-            dynamic = runtime_for(setup.plan, setup.node, setup.backend, settings)
-        except DynamicMigUnavailable as exc:
-            raise SetupError(str(exc)) from exc
+    try:
+        dynamic = runtime_for(setup.plan, setup.node, setup.backend, dynamic_settings)
+    except DynamicMigUnavailable as exc:
+        raise SetupError(str(exc)) from exc
     return assemble_manager(
         setup.plan,
         setup.node,
         setup.config,
         kubelet_socket,
-        section,
+        setup.backend.topology_spec(),
         socket_dir=socket_dir,
+        workers=workers,
         dynamic_mig=dynamic,
         observer=observer,
         options=options,
@@ -151,7 +139,7 @@ def assemble_manager(
     except TopologySpecError as exc:
         raise SetupError(f"node spec: {exc}") from exc
     return PluginManager(
-        plan,
+        plan.resources,
         health or HealthStore(node),
         kubelet_socket,
         options=options or AllocateOptions.from_config(config),

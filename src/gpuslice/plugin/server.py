@@ -13,11 +13,10 @@ import grpc
 
 from gpuslice.plugin.naming import socket_name
 from gpuslice.plugin.service import ResourceService
-from gpuslice.wire import API_VERSION, deviceplugin_grpc, deviceplugin_pb2
+from gpuslice.wire import API_VERSION, SOCKET_PATH_MAX, deviceplugin_grpc, deviceplugin_pb2
 
 log = logging.getLogger("gpuslice.plugin")
 
-SOCKET_PATH_MAX = 107  # sun_path holds 108 bytes including the terminating NUL
 # Each open ListAndWatch pins a worker, and the kubelet's dial-back during Register needs a free one;
 # ThreadPoolExecutor creates threads lazily, so a generous cap costs nothing while idle.
 DEFAULT_WORKERS = 16

@@ -1,4 +1,4 @@
-"""The v1beta1 DevicePlugin service for one resource: five RPCs over the pure allocation functions."""
+"""The v1beta1 DevicePlugin service for one resource: five RPCs over its Allocator."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ from typing import Any, Protocol
 
 import grpc
 
-from gpuslice.allocation import AllocateOptions, AllocationError, WholeGpuRule, allocate, preferred_allocation
+from gpuslice.allocation import AllocateOptions, AllocationError, AllocationFailed, Allocator
 from gpuslice.plugin.convert import allocate_response, device_list, requested_ids
-from gpuslice.sharing import HealthStore, Resource
+from gpuslice.sharing import Resource
 from gpuslice.wire import deviceplugin_grpc, deviceplugin_pb2
 
 log = logging.getLogger("gpuslice.plugin")
 
 
 class PluginObserver(Protocol):
-    """Hooks for metrics and logs (issue 4 plugs Prometheus in here); every method must be cheap."""
+    """Hooks for metrics and logs (plugin.metrics plugs Prometheus in here); every method must be cheap."""
 
     def allocated(self, resource: str, device_ids: list[list[str]], seconds: float) -> None: ...
 
@@ -47,34 +47,29 @@ class NullObserver:
 
 
 class ResourceService(deviceplugin_grpc.DevicePluginServicer):  # type: ignore[misc]
-    """Serves one resource. Typed allocation errors become INVALID_ARGUMENT; the server keeps serving.
+    """Serves one resource through its Allocator. Refused requests become INVALID_ARGUMENT, device
+    failures INTERNAL; either way the server keeps serving.
 
-    ListAndWatch waits on a condition bumped by health changes (and by stream cancel / close), so an
-    idle stream costs a parked thread and no CPU.
+    ListAndWatch waits on a condition bumped by the allocator's listing changes (and by stream cancel /
+    close), so an idle stream costs a parked thread and no CPU.
     """
 
-    def __init__(
-        self,
-        resource: Resource,
-        health: HealthStore,
-        options: AllocateOptions | None = None,
-        whole_gpu_rule: WholeGpuRule | None = None,
-        observer: PluginObserver | None = None,
-    ) -> None:
-        self.resource = resource
-        self._health = health
-        self._options = options or AllocateOptions()
-        self._whole_gpu_rule = whole_gpu_rule
+    def __init__(self, allocator: Allocator, observer: PluginObserver | None = None) -> None:
+        self.allocator = allocator
         self._observer: PluginObserver = observer or NullObserver()
         self._changed = threading.Condition()
         self._generation = 0
         self._closed = False
         self._open_streams = 0
-        self._remove_listener = health.add_listener(self.notify_changed)
+        self._remove_listener = allocator.add_listener(self.notify_changed)
+
+    @property
+    def resource(self) -> Resource:
+        return self.allocator.resource
 
     def set_options(self, options: AllocateOptions) -> None:
         """Answer later Allocate calls with new options (a config reload); in-flight calls keep the old ones."""
-        self._options = options
+        self.allocator.set_options(options)
 
     @property
     def open_streams(self) -> int:
@@ -88,14 +83,15 @@ class ResourceService(deviceplugin_grpc.DevicePluginServicer):  # type: ignore[m
             self._changed.notify_all()
 
     def close(self) -> None:
-        """End every open ListAndWatch stream and stop listening to health changes."""
+        """End every open ListAndWatch stream and stop listening to the allocator."""
         self._remove_listener()
+        self.allocator.close()
         with self._changed:
             self._closed = True
             self._changed.notify_all()
 
     def current_list(self) -> deviceplugin_pb2.ListAndWatchResponse:
-        return device_list(self.resource, self._health.unhealthy_ids(self.resource))
+        return device_list(self.resource, self.allocator.unhealthy_now())
 
     def GetDevicePluginOptions(self, request: deviceplugin_pb2.Empty, context: Any) -> Any:  # noqa: N802
         return deviceplugin_pb2.DevicePluginOptions(pre_start_required=False, get_preferred_allocation_available=True)
@@ -138,12 +134,10 @@ class ResourceService(deviceplugin_grpc.DevicePluginServicer):  # type: ignore[m
         responses = []
         for container in request.container_requests:
             try:
-                ids = preferred_allocation(
-                    self.resource,
+                ids = self.allocator.preferred(
                     list(container.available_deviceIDs),
                     list(container.must_include_deviceIDs),
                     container.allocation_size,
-                    whole_gpu_rule=self._whole_gpu_rule,
                 )
             except AllocationError as exc:
                 log.warning("GetPreferredAllocation for %s refused: %s", self.resource.name, exc)
@@ -156,14 +150,18 @@ class ResourceService(deviceplugin_grpc.DevicePluginServicer):  # type: ignore[m
     def Allocate(self, request: deviceplugin_pb2.AllocateRequest, context: Any) -> Any:  # noqa: N802
         started = time.perf_counter()
         requests = requested_ids(request)
+        name = self.resource.name
         try:
-            answer = allocate(self.resource, requests, self._health.unhealthy_ids(self.resource), self._options)
+            answer = self.allocator.allocate(requests)
         except AllocationError as exc:
-            log.warning("Allocate for %s refused: %s", self.resource.name, exc)
-            self._observer.allocation_failed(self.resource.name, exc)
+            log.warning("Allocate for %s refused: %s", name, exc)
+            self._observer.allocation_failed(name, exc)
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except AllocationFailed as exc:
+            log.error("Allocate for %s failed: %s", name, exc)
+            context.abort(grpc.StatusCode.INTERNAL, str(exc))
         response = allocate_response(answer)
-        self._observer.allocated(self.resource.name, requests, time.perf_counter() - started)
+        self._observer.allocated(name, requests, time.perf_counter() - started)
         return response
 
     def PreStartContainer(self, request: deviceplugin_pb2.PreStartContainerRequest, context: Any) -> Any:  # noqa: N802

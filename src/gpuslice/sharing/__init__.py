@@ -1,7 +1,7 @@
 """Sharing: from a node and settings to the advertised resources (whole, time-sliced, MPS, MIG)."""
 
 from gpuslice.sharing.bases import GPU_RESOURCE, BaseResource, base_resources, mig_resource_name
-from gpuslice.sharing.build import SHARED_SUFFIX, build_resources
+from gpuslice.sharing.build import SHARED_SUFFIX
 from gpuslice.sharing.health import HealthChange, HealthStore, UnknownHealthTarget
 from gpuslice.sharing.ids import (
     REPLICA_SEPARATOR,
@@ -24,6 +24,7 @@ from gpuslice.sharing.model import (
     isolation_label_key,
     weakest,
 )
+from gpuslice.sharing.strategy import build_resources, is_dynamic
 
 __all__ = [
     "GPU_RESOURCE",
@@ -44,6 +45,7 @@ __all__ = [
     "UnknownHealthTarget",
     "base_resources",
     "build_resources",
+    "is_dynamic",
     "is_replica",
     "isolation_label_key",
     "mig_resource_name",

@@ -5,32 +5,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpuslice.config import Config, SharingRule, effective_sharing
-from gpuslice.config.validate import EffectiveSharing
+from gpuslice.config.validate import SHARED_SUFFIX, EffectiveSharing
 from gpuslice.gpu import Gpu, MigInstance, Node
 from gpuslice.sharing.bases import GPU_RESOURCE, BaseResource, base_resources, mig_resource_name
 from gpuslice.sharing.ids import InvalidDeviceReference, parse_device_reference, replica_id, resolve_reference
 from gpuslice.sharing.model import AdvertisedDevice, Resource, SharingError, SharingPlan
 
-SHARED_SUFFIX = ".shared"
-
 _Physical = tuple[Gpu, MigInstance | None]
 _Claim = tuple[str, int]  # advertised name, replicas
 
-__all__ = ["GPU_RESOURCE", "SHARED_SUFFIX", "build_resources", "mig_resource_name"]
+__all__ = ["GPU_RESOURCE", "SHARED_SUFFIX", "build_static_plan", "mig_resource_name"]
 
 
-def build_resources(node: Node, config: Config) -> SharingPlan:
-    """Every resource the node advertises under `config`, in a stable order; SharingError if impossible.
+def build_static_plan(node: Node, config: Config) -> SharingPlan:
+    """What the node advertises under a static MIG strategy, in a stable order; SharingError if impossible.
 
     Sharing rules come from config.effective_sharing (NVIDIA's rules: every device of a named resource
     is replicated; with `gpuslice.honorDevices` also `devices`, `rename` and `model`). Devices no rule
-    claims stay whole under their resource's own name. `migStrategy: dynamic` (a gpuslice extension) is
-    built by sharing.dynamic_plan.
+    claims stay whole under their resource's own name. `migStrategy: dynamic` is not for this builder:
+    sharing.strategy.build_resources sends it to the dynamic plan.
     """
     if config.flags.mig_strategy == "dynamic":
-        from gpuslice.sharing.dynamic_plan import build_dynamic_plan  # imported here: it builds on this module
-
-        return build_dynamic_plan(node, config)
+        raise SharingError("flags.migStrategy=dynamic: build the plan with sharing.build_resources")
     warnings: list[str] = []
     bases = [base for base in base_resources(node, config.flags.mig_strategy, warnings) if base.devices]
     sharing = effective_sharing(config)

@@ -17,10 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from gpuslice.allocation.preferred_topology import preferred_whole_gpus
 from gpuslice.sim.cluster import Binding, ClusterState
 from gpuslice.sim.model import ClusterSpec, SimNode
-from gpuslice.topology import Topology, preset_topology
+from gpuslice.topology import Topology, preferred_whole_gpus, preset_topology
 
 
 def default_topology(node: SimNode) -> Topology:

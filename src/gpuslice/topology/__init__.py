@@ -1,4 +1,4 @@
-"""GPU topology: pair links (NVLink, NVSwitch, PCIe levels), presets and pair scoring."""
+"""GPU topology: pair links (NVLink, NVSwitch, PCIe levels), presets, pair scoring and the preferred-GPU search."""
 
 from gpuslice.topology.model import NVLINK_POINTS, GpuRef, PairLink, PcieLevel, Topology, UnknownGpuError, uniform_links
 from gpuslice.topology.partition import (
@@ -6,8 +6,8 @@ from gpuslice.topology.partition import (
     Partition,
     best_partition,
     clear_search_cache,
-    prepare_search,
 )
+from gpuslice.topology.preferred import preferred_whole_gpus
 from gpuslice.topology.presets import PRESET_NAMES, UnknownPreset, preset_gpu_count, preset_topology
 from gpuslice.topology.spec import PCIE_LEVEL_NAMES, TopologySpecError, topology_from_spec
 
@@ -26,7 +26,7 @@ __all__ = [
     "UnknownPreset",
     "best_partition",
     "clear_search_cache",
-    "prepare_search",
+    "preferred_whole_gpus",
     "preset_gpu_count",
     "preset_topology",
     "topology_from_spec",

@@ -202,12 +202,6 @@ def _pairs_of(bits: npt.NDArray[np.int64], size: int) -> npt.NDArray[np.intp]:
     return pair_index
 
 
-def prepare_search(count: int, size: int) -> None:
-    """Build (and cache) the search graph for `count` items in sets of `size` ahead of the first request."""
-    if 1 <= size <= count <= MAX_PARTITION_ITEMS:
-        _plan(count, size)
-
-
 def clear_search_cache() -> None:
     """Forget every cached search graph (benchmarks measure the cold path with it)."""
     _plan.cache_clear()

@@ -1,4 +1,4 @@
-"""Built-in topologies of well-known systems (facts from ../shared/reference/scheduling.md §9.2)."""
+"""Built-in topologies of well-known systems (DGX-1 hybrid cube-mesh, DGX and HGX NVSwitch boards, PCIe servers)."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"
 DEFAULT_KUBELET_SOCKET = "/var/lib/kubelet/device-plugins/kubelet.sock"
 DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
+SOCKET_PATH_MAX = 107  # a Unix socket path: sun_path holds 108 bytes including the terminating NUL
 
 __all__ = [
     "API_VERSION",

@@ -6,8 +6,13 @@ import threading
 from collections.abc import Generator
 from typing import Any
 
-from gpuslice.discovery.nvml import NvmlBackend, NvmlUnavailable
+from gpuslice.discovery.nvml.library import NvmlSession, NvmlUnavailable
 from gpuslice.discovery.xid import XidEvent
+
+# NVML recovery timing: a probe counts only after a minute without a critical Xid, and a device that
+# stays unhealthy is probed every half minute.
+NVML_QUIET_S = 60.0
+NVML_PROBE_INTERVAL_S = 30.0
 
 
 class NvmlHealthSource:
@@ -19,7 +24,7 @@ class NvmlHealthSource:
 
     name = "nvml"
 
-    def __init__(self, backend: NvmlBackend) -> None:
+    def __init__(self, backend: NvmlSession) -> None:
         self.backend = backend
 
     def prime(self) -> None:
@@ -36,7 +41,10 @@ class NvmlProbe:
     the recovery state machine enforces; a MIG device is probed through its parent GPU.
     """
 
-    def __init__(self, backend: NvmlBackend) -> None:
+    quiet_s = NVML_QUIET_S
+    probe_interval_s = NVML_PROBE_INTERVAL_S
+
+    def __init__(self, backend: NvmlSession) -> None:
         self.backend = backend
 
     def probe(self, gpu_uuid: str) -> tuple[bool, str]:

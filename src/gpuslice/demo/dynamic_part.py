@@ -6,18 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuslice.config import parse_config_text
-from gpuslice.discovery import parse_node_spec
-from gpuslice.discovery.nvml_mig import RecordingMigControl
+from gpuslice.discovery import FakeBackend, RecordingMigControl, parse_node_spec
 from gpuslice.kubelet import MockKubelet, ResourceView
-from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
-from gpuslice.plugin.run import assemble_manager
+from gpuslice.plugin.app import AppOptions, PluginApp
+from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime
 from gpuslice.sharing import Isolation, Resource
-from gpuslice.sharing.dynamic_plan import build_dynamic_plan
-from gpuslice.sharing.mig_checkpoint import FILE_NAME
 
 WAIT_S = 10.0
-_LABEL = 14  # the walkthrough's label column
+LABEL_COLUMN = 14  # the walkthrough's label column
 NODE_SPEC = {
     "name": "gpuslice-h100-dynamic",
     "gpus": [
@@ -58,19 +54,31 @@ class DynamicMigPart:
 
 def run_dynamic_part(directory: Path) -> DynamicMigPart:
     """Mock kubelet + the plugin under `migStrategy: dynamic` on one H100 with MIG on and no fixed layout."""
-    node = parse_node_spec(NODE_SPEC, source="<demo dynamic>").node
-    config = parse_config_text(CONFIG, "<demo dynamic>").config
-    plan = build_dynamic_plan(node, config)
-    control = RecordingMigControl(node)
-    part = DynamicMigPart(
-        node=f"{node.name} (1 x {node.gpus[0].product_name}, MIG on, no fixed layout: node spec mig: [])",
-        config="flags.migStrategy: dynamic (a gpuslice extension)",
-        advertised={_short(r.name): len(r.devices) for r in plan.resources},
-    )
+    backend = FakeBackend(parse_node_spec(NODE_SPEC, source="<demo dynamic>"))
+    directory.mkdir(parents=True, exist_ok=True)
+    config_file = directory / "config.yaml"
+    config_file.write_text(CONFIG)
     with MockKubelet(directory, checkpoint_enabled=False) as kubelet:
-        settings = DynamicMigSettings(kubelet.pod_resources_socket, directory / FILE_NAME)
-        runtime = DynamicMigRuntime(plan.resources, node.name, control, settings)
-        with assemble_manager(plan, node, config, kubelet.socket_path, dynamic_mig=runtime):
+        options = AppOptions(
+            backend="fake",
+            config_file=str(config_file),
+            kubelet_socket=str(kubelet.socket_path),
+            pod_resources_socket=str(kubelet.pod_resources_socket),
+            cdi_spec_dir=str(directory / "cdi"),
+            nvidia_answers=False,  # the walkthrough shows the model's plain answer
+        )
+        app = PluginApp(options, backend=backend)
+        node, plan, runtime = app.node, app.plan, app.dynamic_mig
+        if runtime is None:
+            raise RuntimeError("the dynamic-MIG node spec advertises no placements")
+        control = runtime.dynamic.control
+        assert isinstance(control, RecordingMigControl)  # the fake backend's: it records the device calls
+        part = DynamicMigPart(
+            node=f"{node.name} (1 x {node.gpus[0].product_name}, MIG on, no fixed layout: node spec mig: [])",
+            config="flags.migStrategy: dynamic (a gpuslice extension)",
+            advertised={_short(r.name): len(r.devices) for r in plan.resources},
+        )
+        with app:
             _settle(kubelet, plan.resources, runtime)
             part.steps.append(DynamicStep("before", _allocatable(kubelet, plan.names)))
             allocation = kubelet.admit_one(POD, BIG)
@@ -145,28 +153,29 @@ def render_dynamic_lines(number: int, part: DynamicMigPart) -> list[str]:
     counts = ", ".join(f"{name} {count}" for name, count in part.advertised.items())
     env = [f"{key}={value}" for key, value in sorted(part.envs.items())]
     seen = [
-        _row("kubelet sees", f"{step.what}: " + ", ".join(f"{n} {c}" for n, c in step.allocatable.items()))
+        row("kubelet sees", f"{step.what}: " + ", ".join(f"{n} {c}" for n, c in step.allocatable.items()))
         for step in part.steps
     ]
     visible = part.envs.get("NVIDIA_VISIBLE_DEVICES", "")
     return [
         f"{number}. Dynamic MIG: instances carved on demand",
-        _row("mode", "mig (dynamic)"),
-        _row("node", part.node),
-        _row("config", part.config),
-        _row("advertised", f"{sum(part.advertised.values())} placements, one resource per profile: {counts}"),
+        row("mode", "mig (dynamic)"),
+        row("node", part.node),
+        row("config", part.config),
+        row("advertised", f"{sum(part.advertised.values())} placements, one resource per profile: {counts}"),
         *seen[:1],
-        _row("allocation", f"pod {part.pod} asks for {part.request}"),
-        _row("device", part.device_id, 5),
-        _row("created", part.created, 5),
-        *(_row("env" if i == 0 else "", item, 5) for i, item in enumerate(env)),
-        *(_row("device nodes" if i == 0 else "", node, 5) for i, node in enumerate(part.device_nodes)),
+        row("allocation", f"pod {part.pod} asks for {part.request}"),
+        row("device", part.device_id, 5),
+        row("created", part.created, 5),
+        *(row("env" if i == 0 else "", item, 5) for i, item in enumerate(env)),
+        *(row("device nodes" if i == 0 else "", node, 5) for i, node in enumerate(part.device_nodes)),
         *seen[1:2],
-        _row("release", f"pod {part.pod} deleted; the plugin saw it leave pod-resources and destroyed {visible}"),
+        row("release", f"pod {part.pod} deleted; the plugin saw it leave pod-resources and destroyed {visible}"),
         *seen[2:],
-        _row("isolation", f"{Isolation.MIG.summary}: {Isolation.MIG.why}"),
+        row("isolation", f"{Isolation.MIG.summary}: {Isolation.MIG.why}"),
     ]
 
 
-def _row(label: str, value: str, indent: int = 3) -> str:
-    return f"{' ' * indent}{label:<{_LABEL}}{value}"
+def row(label: str, value: str, indent: int = 3) -> str:
+    """One line of the walkthrough's two-column layout."""
+    return f"{' ' * indent}{label:<{LABEL_COLUMN}}{value}"

@@ -3,42 +3,29 @@
 from __future__ import annotations
 
 import logging
-import uuid as uuidlib
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any
 
-from gpuslice.discovery.nvml import (
+from gpuslice.discovery.capabilities import MigControlError
+from gpuslice.discovery.nvml.library import (
     COMPUTE_INSTANCE_ENGINE_SHARED,
     COMPUTE_INSTANCE_PROFILE_BY_SLICES,
-    MigControlError,
-    NvmlBackend,
+    NvmlSession,
 )
-from gpuslice.gpu import InvalidMigLayout, MigCatalogue, MigInstance, Node, catalogue_for, free_placements
+from gpuslice.gpu import InvalidMigLayout, MigInstance, catalogue_for
 
 log = logging.getLogger(__name__)
-
-_NAMESPACE = uuidlib.UUID("9d3f4a52-61c4-4f8e-8a0b-6d6967637472")  # deterministic UUIDs of recorded MIG devices
-
-
-class MigControl(Protocol):
-    """Creates and destroys MIG devices on one node (NVML on hardware, a recording fake in tests)."""
-
-    def create(self, gpu_index: int, profile: str, start: int) -> MigInstance:
-        """Create GI `profile` at memory slice `start` plus a full-size CI; return the new MIG device.
-
-        Raises MigControlError naming the GPU, profile and placement when that is not possible.
-        """
-        ...
-
-    def destroy(self, gpu_index: int, gi: int, ci: int) -> None:
-        """Destroy compute instance `ci` and then GPU instance `gi`."""
-        ...
 
 
 class NvmlMigControl:
     """MigControl over an NvmlBackend's library (needs root and MIG mode already enabled)."""
 
-    def __init__(self, backend: NvmlBackend) -> None:
+    def __init__(self, backend: NvmlSession) -> None:
         self.backend = backend
+
+    def live_instances(self, gpu_indices: Sequence[int]) -> list[MigInstance]:
+        """NVML's MIG devices on these GPUs, read afresh."""
+        return [m for index in gpu_indices for m in self.backend.read_gpu(index).mig_instances]
 
     def create(self, gpu_index: int, profile: str, start: int) -> MigInstance:
         backend = self.backend
@@ -108,56 +95,3 @@ class NvmlMigControl:
             self.backend.library.nvmlGpuInstanceDestroy(gpu_instance)
         except self.backend.library.NVMLError as exc:
             log.error("%s: could not roll back the GPU instance: %s", where, exc)
-
-
-class RecordingMigControl:
-    """A MigControl for tests of dynamic MIG above discovery: validates placements, records calls."""
-
-    def __init__(self, node: Node) -> None:
-        self.node = node
-        self.calls: list[tuple[str, int, Any, int]] = []
-        self.instances: dict[int, dict[tuple[int, int], MigInstance]] = {
-            g.index: {(m.gi, m.ci): m for m in g.mig_instances} for g in node.gpus
-        }
-
-    def _catalogue(self, gpu_index: int) -> MigCatalogue:
-        gpu = self.node.gpus[gpu_index]
-        catalogue = catalogue_for(gpu.product_name, gpu.memory_mib)
-        if catalogue is None or not gpu.mig_enabled:
-            raise MigControlError(f"GPU {gpu_index} ({gpu.product_name}): MIG mode is not enabled on this GPU")
-        return catalogue
-
-    def create(self, gpu_index: int, profile: str, start: int) -> MigInstance:
-        self.calls.append(("create", gpu_index, profile, start))
-        catalogue = self._catalogue(gpu_index)
-        try:
-            wanted = catalogue.profile(profile)
-        except InvalidMigLayout as exc:
-            raise MigControlError(f"GPU {gpu_index}: {exc}") from exc
-        existing = self.instances[gpu_index]
-        occupied = [(m.placement_start, m.placement_size) for m in existing.values()]
-        if start not in free_placements(catalogue, wanted, occupied):
-            raise MigControlError(f"GPU {gpu_index}: {profile} does not fit at slice {start}")
-        gpu = self.node.gpus[gpu_index]
-        gi = min(set(range(1, 15)) - {key[0] for key in existing})
-        instance = MigInstance(
-            profile=wanted.name,
-            uuid=f"MIG-{uuidlib.uuid5(_NAMESPACE, f'{gpu.uuid}/{gi}/0')}",
-            parent_uuid=gpu.uuid,
-            parent_index=gpu_index,
-            index=len(existing),
-            gi=gi,
-            ci=0,
-            placement_start=start,
-            placement_size=wanted.memory_slices,
-            memory_mib=gpu.memory_mib * wanted.memory_slices // catalogue.memory_slices,
-            gi_cap_minor=3 + gpu.device_minor * 135 + gi * 9,
-            ci_cap_minor=4 + gpu.device_minor * 135 + gi * 9,
-        )
-        existing[(gi, 0)] = instance
-        return instance
-
-    def destroy(self, gpu_index: int, gi: int, ci: int) -> None:
-        self.calls.append(("destroy", gpu_index, gi, ci))
-        if self.instances.get(gpu_index, {}).pop((gi, ci), None) is None:
-            raise MigControlError(f"GPU {gpu_index}: no MIG device GI {gi}/CI {ci}")

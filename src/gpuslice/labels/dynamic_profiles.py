@@ -7,9 +7,9 @@ from collections import Counter
 from gpuslice.config import Config
 from gpuslice.gpu import MigCatalogue, MigProfile, Node, catalogue_for
 from gpuslice.labels.names import GPUSLICE_PREFIX, short_resource_name
-from gpuslice.sharing import mig_resource_name
-from gpuslice.sharing.dynamic_mig import open_starts
-from gpuslice.sharing.dynamic_plan import DYNAMIC, dynamic_gpus
+from gpuslice.sharing import is_dynamic, mig_resource_name
+from gpuslice.sharing.dynamic.geometry import open_starts
+from gpuslice.sharing.dynamic.plan import dynamic_gpus
 
 DYNAMIC_GPUS_LABEL = GPUSLICE_PREFIX + "mig.dynamic-gpus"
 
@@ -21,7 +21,7 @@ def dynamic_mig_labels(node: Node, config: Config) -> dict[str, str]:
     of a model with a MIG catalogue counts, whatever instances it has now, because the instances the
     plugin creates come and go with pods and look like any other layout to discovery.
     """
-    if config.flags.mig_strategy != DYNAMIC or not node.gpus:
+    if not is_dynamic(config) or not node.gpus:
         return {}
     gpus = dynamic_gpus(node, claimed={gpu.uuid for gpu in node.gpus})
     placements: Counter[str] = Counter()

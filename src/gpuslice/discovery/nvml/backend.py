@@ -1,7 +1,5 @@
 """NVML discovery (nvidia-ml-py): GPUs, MIG devices, pair topology, Xid events and dynamic MIG."""
 
-# ruff: noqa: N802  (NVML's own function names (camelCase) are the protocol)
-
 from __future__ import annotations
 
 import logging
@@ -11,81 +9,35 @@ import threading
 from collections.abc import Generator, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol, TypedDict
+from typing import Any, TypedDict
 
+from gpuslice.discovery.backend import Backend
+from gpuslice.discovery.capabilities import HealthSource, MigControl, Prober
 from gpuslice.discovery.hostpath import MigMinors, load_mig_minors, normalize_bus_id, read_machine_type, read_numa_node
+from gpuslice.discovery.nvml.health import NvmlHealthSource, NvmlProbe
+from gpuslice.discovery.nvml.library import (
+    EVENT_XID_CRITICAL,
+    HEALTH_EVENT_MASK,
+    MIB,
+    NVLINK_MAX_LINKS,
+    NVLINK_REMOTE_GPU,
+    NVLINK_REMOTE_SWITCH,
+    NVML_ERROR_NOT_FOUND,
+    NVML_ERROR_NOT_SUPPORTED,
+    NVML_ERROR_TIMEOUT,
+    TOPOLOGY_LEVELS,
+    WAIT_MS,
+    NvmlDiscoveryError,
+    NvmlLibrary,
+    NvmlUnavailable,
+    default_library,
+    error_code,
+)
+from gpuslice.discovery.nvml.mig import NvmlMigControl
 from gpuslice.discovery.xid import DEFAULT_IGNORED_XIDS, XidEvent, instance_id
 from gpuslice.gpu import ComputeCapability, Gpu, MigCatalogue, MigInstance, Node, catalogue_for
 
 log = logging.getLogger(__name__)
-
-# NVML ABI constants (nvml.h); fixed across driver versions, so spelled here rather than read from the library.
-NVML_ERROR_NOT_SUPPORTED = 3
-NVML_ERROR_NOT_FOUND = 6
-NVML_ERROR_TIMEOUT = 10
-EVENT_SINGLE_BIT_ECC = 0x1
-EVENT_DOUBLE_BIT_ECC = 0x2
-EVENT_XID_CRITICAL = 0x8
-HEALTH_EVENT_MASK = EVENT_XID_CRITICAL | EVENT_DOUBLE_BIT_ECC | EVENT_SINGLE_BIT_ECC
-NVLINK_MAX_LINKS = 36  # NVML_NVLINK_MAX_LINKS in current headers (18 before Blackwell)
-NVLINK_REMOTE_GPU = 0x00
-NVLINK_REMOTE_SWITCH = 0x02
-COMPUTE_INSTANCE_ENGINE_SHARED = 0x0
-# NVML_COMPUTE_INSTANCE_PROFILE_<n>_SLICE enum value by SM-slice count.
-COMPUTE_INSTANCE_PROFILE_BY_SLICES = {1: 0x0, 2: 0x1, 3: 0x2, 4: 0x3, 7: 0x4, 8: 0x5, 6: 0x6}
-# nvmlGpuTopologyLevel_t -> level name (the spelling gpuslice.topology.PcieLevel uses).
-TOPOLOGY_LEVELS = {0: "internal", 10: "single", 20: "multiple", 30: "hostbridge", 40: "node", 50: "system"}
-WAIT_MS = 5000
-MIB = 1 << 20
-
-
-class NvmlLibrary(Protocol):
-    """Exactly the NVML calls gpuslice makes; the `pynvml` module of nvidia-ml-py satisfies it."""
-
-    @property
-    def NVMLError(self) -> type[Exception]:
-        """The exception class NVML calls raise; its `.value` is the NVML return code."""
-        ...
-
-    def nvmlInit(self) -> None: ...
-    def nvmlShutdown(self) -> None: ...
-    def nvmlSystemGetDriverVersion(self) -> str: ...
-    def nvmlSystemGetCudaDriverVersion(self) -> int: ...
-    def nvmlDeviceGetCount(self) -> int: ...
-    def nvmlDeviceGetHandleByIndex(self, index: int) -> Any: ...
-    def nvmlDeviceGetUUID(self, handle: Any) -> str: ...
-    def nvmlDeviceGetName(self, handle: Any) -> str: ...
-    def nvmlDeviceGetMemoryInfo(self, handle: Any) -> Any: ...
-    def nvmlDeviceGetCudaComputeCapability(self, handle: Any) -> tuple[int, int]: ...
-    def nvmlDeviceGetPciInfo(self, handle: Any) -> Any: ...
-    def nvmlDeviceGetNumaNodeId(self, handle: Any) -> int: ...
-    def nvmlDeviceGetMinorNumber(self, handle: Any) -> int: ...
-    def nvmlDeviceGetMigMode(self, handle: Any) -> list[int]: ...
-    def nvmlDeviceGetMaxMigDeviceCount(self, handle: Any) -> int: ...
-    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: Any, index: int) -> Any: ...
-    def nvmlDeviceGetGpuInstanceId(self, handle: Any) -> int: ...
-    def nvmlDeviceGetComputeInstanceId(self, handle: Any) -> int: ...
-    def nvmlDeviceGetAttributes(self, handle: Any) -> Any: ...
-    def nvmlDeviceGetGpuInstanceById(self, handle: Any, gi: int) -> Any: ...
-    def nvmlGpuInstanceGetInfo(self, gpu_instance: Any) -> Any: ...
-    def nvmlDeviceGetTopologyCommonAncestor(self, first: Any, second: Any) -> int: ...
-    def nvmlDeviceGetNvLinkState(self, handle: Any, link: int) -> int: ...
-    def nvmlDeviceGetNvLinkRemotePciInfo(self, handle: Any, link: int) -> Any: ...
-    def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: Any, link: int) -> int: ...
-    def nvmlEventSetCreate(self) -> Any: ...
-    def nvmlDeviceGetSupportedEventTypes(self, handle: Any) -> int: ...
-    def nvmlDeviceRegisterEvents(self, handle: Any, event_types: int, event_set: Any) -> None: ...
-    def nvmlEventSetWait(self, event_set: Any, timeout_ms: int) -> Any: ...
-    def nvmlEventSetFree(self, event_set: Any) -> None: ...
-    def c_nvmlGpuInstancePlacement_t(self, start: int, size: int) -> Any: ...
-    def byref(self, value: Any) -> Any: ...  # ctypes.byref, re-exported by pynvml: placements go by pointer
-    def nvmlDeviceCreateGpuInstanceWithPlacement(self, handle: Any, profile_id: int, placement: Any) -> Any: ...
-    def nvmlGpuInstanceGetComputeInstanceProfileInfo(self, gpu_instance: Any, profile: int, engine: int) -> Any: ...
-    def nvmlGpuInstanceCreateComputeInstance(self, gpu_instance: Any, profile_id: int) -> Any: ...
-    def nvmlComputeInstanceGetInfo(self, compute_instance: Any) -> Any: ...
-    def nvmlGpuInstanceGetComputeInstanceById(self, gpu_instance: Any, ci: int) -> Any: ...
-    def nvmlComputeInstanceDestroy(self, compute_instance: Any) -> None: ...
-    def nvmlGpuInstanceDestroy(self, gpu_instance: Any) -> None: ...
 
 
 class PairFacts(TypedDict):
@@ -94,32 +46,6 @@ class PairFacts(TypedDict):
     level: str
     nvlink: int
     nvswitch: bool
-
-
-class NvmlUnavailable(RuntimeError):
-    """NVML could not be loaded or initialised (no driver, no library, no permission)."""
-
-
-class NvmlDiscoveryError(RuntimeError):
-    """NVML answered, but a required fact of a GPU could not be read; the message names GPU and call."""
-
-
-class MigControlError(RuntimeError):
-    """Creating or destroying a MIG instance failed; the message names GPU, profile/ids and the reason."""
-
-
-def default_library() -> NvmlLibrary:
-    """The real NVML binding (`pynvml` is the module nvidia-ml-py installs); loading the .so happens at init."""
-    import pynvml
-
-    library: NvmlLibrary = pynvml
-    return library
-
-
-def error_code(exc: BaseException) -> int:
-    """The NVML return code carried by an NVMLError (-1 when there is none)."""
-    value = getattr(exc, "value", -1)
-    return value if isinstance(value, int) else -1
 
 
 def _text(value: str | bytes) -> str:
@@ -132,17 +58,29 @@ def cuda_version_text(version: int) -> str:
 
 
 def mig_profile_name(gi_slices: int, ci_slices: int, memory_mib: int, total_memory_mib: int) -> str:
-    """NVIDIA's profile name from slice counts and memory (nvidia-compat.md §4.3), for unknown profile ids."""
+    """NVIDIA's profile name for unknown profile ids: memory rounded up to eighths of the GPU, in GB."""
     total_bytes = total_memory_mib * MIB
     gb = round(math.ceil(memory_mib * MIB / total_bytes * 8) / 8 * math.ceil(total_bytes / (1 << 30)))
     name = f"{gi_slices}g.{gb}gb"
     return name if ci_slices in (0, gi_slices) else f"{ci_slices}c.{name}"
 
 
-class NvmlBackend:
-    """Discovers the node through NVML; `library` defaults to nvidia-ml-py, tests pass a fake."""
+class NvmlBackend(Backend):
+    """Discovers the node through NVML; `library` defaults to nvidia-ml-py, tests pass a fake.
+
+    Capabilities: NVML's Xid event stream as health source, the NVML recovery probe, MIG control.
+    """
 
     name = "nvml"
+
+    def health_source(self, poll_interval_s: float = 0.0) -> HealthSource | None:
+        return NvmlHealthSource(self)
+
+    def prober(self) -> Prober | None:
+        return NvmlProbe(self)
+
+    def mig_control(self, node: Node) -> MigControl | None:
+        return NvmlMigControl(self)
 
     def __init__(
         self,

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from gpuslice.discovery.nvml.library import MIB
 from gpuslice.discovery.xid import NO_INSTANCE
 from gpuslice.gpu import catalogue_for, free_placements
 
-MIB = 1 << 20
 _NAMESPACE = uuidlib.UUID("0c7b7f0e-2f59-4f0a-9c1e-6e766d6c6661")
 
 # NVML return codes the fake raises (nvml.h).

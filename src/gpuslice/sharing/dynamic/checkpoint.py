@@ -13,7 +13,7 @@ from typing import Any
 
 from gpuslice.fsutil import atomic_write_text
 from gpuslice.gpu import MigInstance
-from gpuslice.sharing.dynamic_mig import Holding
+from gpuslice.sharing.dynamic.geometry import Holding
 
 KIND = "gpuslice/dynamic-mig-checkpoint"
 VERSION = 1

@@ -7,18 +7,17 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from gpuslice.discovery.nvml import MigControlError
-from gpuslice.discovery.nvml_mig import MigControl, NvmlMigControl, RecordingMigControl
+from gpuslice.discovery import MigControl, MigControlError
 from gpuslice.gpu import MigInstance, catalogue_for
-from gpuslice.sharing.dynamic_mig import DynamicMigGeometry, GeometryConflict, Holding, slot_id
-from gpuslice.sharing.mig_checkpoint import MigCheckpoint, MigCheckpointError
+from gpuslice.sharing.dynamic.checkpoint import MigCheckpoint, MigCheckpointError
+from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry, GeometryConflict, Holding, slot_id
 
 log = logging.getLogger("gpuslice.plugin.dynamic_mig")
 
 # resource name -> device IDs some pod container holds, as the kubelet's pod-resources List reports them
 InUse = Mapping[str, set[str]]
 Lister = Callable[[], InUse]
-LiveInstances = Callable[[], Iterable[MigInstance]]
+LiveInstances = Callable[[], Iterable[MigInstance] | None]
 
 
 class ClaimError(RuntimeError):
@@ -155,7 +154,8 @@ class DynamicMig:
         if self._live is None:
             return None
         try:
-            return list(self._live())
+            live = self._live()
+            return None if live is None else list(live)
         except (MigControlError, RuntimeError) as exc:
             log.error("cannot list the live MIG devices: %s", exc)
             return None
@@ -208,18 +208,3 @@ class DynamicMig:
             self.save()
         except OSError as exc:
             log.error("cannot write the dynamic MIG checkpoint: %s", exc)
-
-
-def live_instances_for(control: MigControl, gpu_indices: Sequence[int]) -> LiveInstances | None:
-    """How to read the MIG devices that exist now on these GPUs, for the two MigControls we know."""
-    if isinstance(control, RecordingMigControl):
-        recorder = control
-        return lambda: [m for index in gpu_indices for m in recorder.instances.get(index, {}).values()]
-    if isinstance(control, NvmlMigControl):
-        backend = control.backend
-
-        def read() -> list[MigInstance]:
-            return [m for index in gpu_indices for m in backend.read_gpu(index).mig_instances]
-
-        return read
-    return None

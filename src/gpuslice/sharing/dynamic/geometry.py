@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from gpuslice.gpu import ComputeCapability, Gpu, MigCatalogue, MigInstance, MigProfile, catalogue_for
 from gpuslice.gpu.refs import UUID_PATTERN
-from gpuslice.sharing.build import mig_resource_name
+from gpuslice.sharing.bases import mig_resource_name
 from gpuslice.sharing.listeners import Listener, Listeners
 from gpuslice.sharing.model import AdvertisedDevice, Resource
 

@@ -1,11 +1,12 @@
-"""GetPreferredAllocation for whole GPUs: go-gpuallocator's best-effort partition rule as a pure function."""
+"""The one preferred-GPU search: go-gpuallocator's best-effort partition rule as a pure function."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TypeVar
 
-from gpuslice.topology import MAX_PARTITION_ITEMS, Topology, best_partition
+from gpuslice.topology.model import Topology
+from gpuslice.topology.partition import MAX_PARTITION_ITEMS, best_partition
 
 Ref = TypeVar("Ref", int, str)
 
@@ -15,7 +16,7 @@ def preferred_whole_gpus(
 ) -> list[Ref]:
     """The GPUs to prefer for a request of `size` whole GPUs, as the caller's own references (index or UUID).
 
-    NVIDIA's best-effort rule (../shared/reference/scheduling.md §9.3): partition every available GPU into sets
+    NVIDIA's best-effort rule (go-gpuallocator's NewBestEffortPolicy): partition every available GPU into sets
     of `size` (padded), keep partitions with a set holding all of `must_include`, take the highest-scoring one
     (first enumerated wins ties), and answer its best set holding `must_include`. GPUs are considered in index
     order whatever order the kubelet lists them in, so equal scores always resolve the same way. Invalid

@@ -7,8 +7,9 @@ from dataclasses import replace
 
 from gpuslice.config import Config
 from gpuslice.gpu import Gpu, MigCatalogue, MigInstance, MigProfile, Node, catalogue_for
-from gpuslice.sharing.build import build_resources, mig_resource_name
-from gpuslice.sharing.dynamic_mig import slot_id
+from gpuslice.sharing.bases import mig_resource_name
+from gpuslice.sharing.build import build_static_plan
+from gpuslice.sharing.dynamic.geometry import slot_id
 from gpuslice.sharing.model import AdvertisedDevice, Resource, SharingError, SharingPlan
 
 DYNAMIC = "dynamic"
@@ -55,10 +56,6 @@ def planned_instance(gpu: Gpu, catalogue: MigCatalogue, profile: MigProfile, sta
                        memory, -1, -1)  # fmt: skip
 
 
-def is_planned(mig: MigInstance) -> bool:
-    return mig.gi < 0
-
-
 def dynamic_resources(node: Node, claimed: Collection[str] = ()) -> tuple[Resource, ...]:
     """One resource per profile the node's dynamic GPUs offer, every placement a device, sorted by name."""
     resources = []
@@ -98,7 +95,7 @@ def build_dynamic_plan(node: Node, config: Config, claimed: Collection[str] = ()
     dynamic = {gpu.uuid for gpu in dynamic_gpus(node, claimed)}
     static_node = replace(node, gpus=tuple(gpu for gpu in node.gpus if gpu.uuid not in dynamic))
     as_mixed = config.model_copy(update={"flags": config.flags.model_copy(update={"mig_strategy": "mixed"})})
-    base = build_resources(static_node, as_mixed) if static_node.gpus else SharingPlan(())
+    base = build_static_plan(static_node, as_mixed) if static_node.gpus else SharingPlan(())
     by_name = {resource.name: resource for resource in slots}
     merged = []
     for resource in base.resources:

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuslice.config import parse_config_text
-from gpuslice.discovery import FakeBackend, load_node_spec
 from gpuslice.gpu import Node
-from gpuslice.health import xid_policy_from_env
 from gpuslice.kubelet import MockKubelet, ResourceView
 from gpuslice.plugin import PluginManager
-from gpuslice.plugin.health_loop import HealthLoop, build_health_loop
+from gpuslice.plugin.app import PluginApp
+from gpuslice.plugin.health_loop import HealthLoop
 from gpuslice.plugin.lifecycle import PluginRuntime
 from gpuslice.plugin.metrics import PluginMetrics
-from gpuslice.plugin.run import assemble_manager
-from gpuslice.sharing import SharingPlan, build_resources
+from gpuslice.sharing import SharingPlan
 from gpuslice.wire import HEALTHY, UNHEALTHY
+from tests.support.plugin import build_app, fake_backend
 
 WAIT_S = 10.0
 TIME_SLICED_4 = """
@@ -39,13 +36,33 @@ flags:
 @dataclass
 class Stack:
     kubelet: MockKubelet
-    runtime: PluginRuntime
-    manager: PluginManager
-    health_loop: HealthLoop
-    metrics: PluginMetrics
-    plan: SharingPlan
-    node: Node
+    app: PluginApp
     events: Path
+
+    @property
+    def runtime(self) -> PluginRuntime:
+        return self.app.runtime
+
+    @property
+    def manager(self) -> PluginManager:
+        return self.app.manager
+
+    @property
+    def health_loop(self) -> HealthLoop:
+        assert self.app.runtime.health_loop is not None
+        return self.app.runtime.health_loop
+
+    @property
+    def metrics(self) -> PluginMetrics:
+        return self.app.metrics
+
+    @property
+    def plan(self) -> SharingPlan:
+        return self.app.plan
+
+    @property
+    def node(self) -> Node:
+        return self.app.node
 
     def write(self, *lines: str) -> None:
         """Append lines to the events file in one write, as an outside check would."""
@@ -96,25 +113,26 @@ def start_stack(
 ) -> Stack:
     """Start a mock kubelet (unless given) and a plugin whose fake backend follows `<workdir>/events`."""
     events = workdir / "events"
-    spec = dataclasses.replace(load_node_spec(f"preset:{preset}"), health_events=events)
-    backend = FakeBackend(spec)
-    node = spec.node
-    loaded = parse_config_text(config).config
-    plan = build_resources(node, loaded)
     if kubelet is None:
         kubelet = MockKubelet(workdir / "dp", dial_timeout_s=2.0, checkpoint_enabled=False).start()
-    metrics = PluginMetrics()
-    manager = assemble_manager(plan, node, loaded, kubelet.socket_path, spec.topology, workers=8, observer=metrics)
-    loop = build_health_loop(backend, node, manager.health, xid_policy_from_env(env or {}), recovery, metrics, 0.005)
-    runtime = PluginRuntime(manager, health_loop=loop, metrics=metrics, metrics_port=metrics_port)
+    recovery_config = "gpuslice: {healthRecovery: true}\n" if recovery else ""
+    app = build_app(
+        workdir,
+        config + ("\n" if config else "") + recovery_config,
+        kubelet,
+        backend=fake_backend(f"preset:{preset}", health_events=events),
+        environ=dict(env or {}),
+        metrics_port=metrics_port,
+        health_poll_s=0.005,
+    )
+    stack = Stack(kubelet, app, events)
     if start:
-        runtime.start()
-    stack = Stack(kubelet, runtime, manager, loop, metrics, plan, node, events)
+        app.start()
     if start and wait:
         assert stack.wait_registered()
     return stack
 
 
 def stop_stack(stack: Stack) -> None:
-    stack.runtime.stop()
+    stack.app.stop()
     stack.kubelet.stop()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid as uuidlib
 
-from gpuslice.discovery.nvml_fake import (
+from gpuslice.discovery.nvml.fake import (
     DOUBLE_BIT_ECC_EVENT,
     GPU_END,
     SWITCH,
@@ -22,7 +22,7 @@ _NAMESPACE = uuidlib.UUID("6b7e1d36-3f1f-4d53-9e0c-63616e6e6564")
 # nvmlGpuTopologyLevel_t values.
 SINGLE, HOSTBRIDGE, NODE, SYSTEM = 10, 30, 40, 50
 
-# DGX-1 (V100) hybrid cube-mesh NVLink counts (scheduling.md §9.2); absent pairs have no NVLink.
+# DGX-1 (V100) hybrid cube-mesh NVLink counts per GPU pair; absent pairs have no NVLink.
 DGX1_V100_LINKS: dict[tuple[int, int], int] = {
     **dict.fromkeys([(0, 3), (0, 4), (1, 2), (1, 5), (2, 3), (4, 7), (5, 6), (6, 7)], 2),
     **dict.fromkeys([(0, 1), (0, 2), (1, 3), (2, 6), (3, 7), (4, 5), (4, 6), (5, 7)], 1),

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuslice.allocation.preferred_topology import preferred_whole_gpus
 from gpuslice.topology import (
     PRESET_NAMES,
     PairLink,
     PcieLevel,
     Topology,
     UnknownGpuError,
+    preferred_whole_gpus,
     preset_topology,
     topology_from_spec,
 )

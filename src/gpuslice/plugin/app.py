@@ -1,0 +1,212 @@
+"""The one assembly of a device-plugin process: parsed options in, a startable, stoppable, reloadable plugin out."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from gpuslice.allocation.cdi import DEFAULT_CDI_DIR
+from gpuslice.discovery import Backend
+from gpuslice.discovery.health_file import HEALTH_FILE_POLL_S
+from gpuslice.gpu import Node
+from gpuslice.mps import MpsControl
+from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
+from gpuslice.plugin.kubelet_watch import KUBELET_POLL_S
+from gpuslice.plugin.lifecycle import PluginRuntime, build_runtime, run_until_signalled
+from gpuslice.plugin.manager import PluginManager
+from gpuslice.plugin.metrics import PluginMetrics
+from gpuslice.plugin.pod_resources_watch import ADMISSION_GRACE_S, RELEASE_POLL_S, pod_resources_socket
+from gpuslice.plugin.reload import KEEP_SOURCE, ConfigReloader, ConfigSource, KeepSource
+from gpuslice.plugin.run import PluginSetup, build_manager, prepare
+from gpuslice.plugin.server import DEFAULT_WORKERS
+from gpuslice.plugin.service import PluginObserver
+from gpuslice.plugin.upkeep import NodeUpkeep, ServedConfig, compat_options, served_config
+from gpuslice.sharing import SharingPlan
+from gpuslice.sharing.dynamic.checkpoint import FILE_NAME as MIG_CHECKPOINT_FILE
+from gpuslice.wire import DEFAULT_KUBELET_SOCKET
+
+log = logging.getLogger("gpuslice.plugin")
+
+
+@dataclass(frozen=True)
+class AppOptions:
+    """What one plugin process is told (the CLI's flags and env vars, parsed); each default once, here."""
+
+    backend: str = "auto"  # auto | nvml | hostpath | fake
+    node_spec: str | None = None  # fake backend: a YAML path or preset:NAME; None is the default preset
+    config_file: str | None = None  # NVIDIA's v1 config file; None: the defaults
+    # The kubelet's registration socket; None: serve without registering (NVIDIA's empty --kubelet-socket).
+    kubelet_socket: str | None = DEFAULT_KUBELET_SOCKET
+    socket_dir: str | None = None  # where plugin sockets go; None: see plugin_dir
+    node_name: str | None = None
+    pod_resources_socket: str | None = None  # None: env POD_RESOURCES_SOCKET, else the kubelet's default
+    mig_checkpoint: str | None = None  # None: beside the plugin sockets (the kubelet's wipe keeps it)
+    metrics_port: int | None = None  # None: no metrics server; 0: any free port
+    metrics_address: str = ""
+    cdi_spec_dir: str = DEFAULT_CDI_DIR
+    mps_control_command: str | None = None  # None: nvidia-cuda-mps-control
+    # NVIDIA's flags and env vars that were set, as dotted config keys; they win over the file on every load.
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    environ: Mapping[str, str] = field(default_factory=dict)  # DP_*_HEALTHCHECKS and friends
+    # False: gpuslice's plain Allocate answer (NVIDIA_VISIBLE_DEVICES and device nodes) instead of NVIDIA's.
+    nvidia_answers: bool = True
+    workers: int = DEFAULT_WORKERS  # gRPC worker threads per resource server
+    health_poll_s: float = HEALTH_FILE_POLL_S
+    kubelet_poll_s: float = KUBELET_POLL_S
+    release_poll_s: float = RELEASE_POLL_S
+    admission_grace_s: float = ADMISSION_GRACE_S
+
+    @property
+    def plugin_dir(self) -> Path:
+        """The socket directory: `socket_dir`, else the kubelet socket's directory, else the kubelet default's."""
+        if self.socket_dir:
+            return Path(self.socket_dir)
+        return Path(self.kubelet_socket or DEFAULT_KUBELET_SOCKET).parent
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return Path(self.mig_checkpoint) if self.mig_checkpoint else self.plugin_dir / MIG_CHECKPOINT_FILE
+
+
+class PluginApp:
+    """One device-plugin process: setup (config, backend, node, plan), servers, upkeep, health, metrics, reloads.
+
+    Building it checks every input (SetupError, ConfigError, CompatError) and serves nothing; `start()`
+    writes the CDI spec and starts the MPS daemons, then the metrics server, the health loop and the
+    servers (registered through the kubelet watcher); `stop()` undoes it in reverse. `reload()` is what
+    SIGHUP does; `reload(source)` switches to another config source the same way (a node-label watch
+    choosing a per-node config calls it). All three are safe from any thread.
+    """
+
+    def __init__(
+        self,
+        options: AppOptions,
+        *,
+        backend: Backend | None = None,
+        mps_control: MpsControl | None = None,
+        metrics: PluginMetrics | None = None,
+        observer: PluginObserver | None = None,
+        on_reload: Callable[[ServedConfig], None] | None = None,
+    ) -> None:
+        """`backend` replaces the one `options.backend` names; `mps_control` the MPS control program;
+        `observer` hears of allocations and streams instead of `metrics` (benchmarks time the handler)."""
+        self.options = options
+        self.metrics = metrics or PluginMetrics()
+        self.setup: PluginSetup = prepare(
+            options.backend,
+            options.node_spec,
+            options.config_file,
+            options.node_name,
+            mig_checkpoint=options.checkpoint_path,
+            overrides=options.overrides,
+            backend=backend,
+        )
+        setup = self.setup
+        compat = compat_options(setup.backend, options.cdi_spec_dir, options.mps_control_command)
+        served = served_config(setup.config, setup.node, setup.plan, compat, options.nvidia_answers)
+        self.warnings = setup.warnings + served.warnings
+        dynamic = DynamicMigSettings(
+            pod_resources_socket(options.pod_resources_socket),
+            options.checkpoint_path,
+            options.release_poll_s,
+            options.admission_grace_s,
+        )
+        self.manager: PluginManager = build_manager(
+            setup,
+            options.kubelet_socket or None,
+            options.plugin_dir,
+            dynamic_settings=dynamic,
+            observer=observer or self.metrics,
+            options=served.allocate_options,
+            workers=options.workers,
+        )
+        self.upkeep = NodeUpkeep(compat, mps_control)
+        self.reloader = ConfigReloader(
+            self.manager,
+            served,
+            options.config_file,
+            setup.backend,
+            compat,
+            self.upkeep,
+            on_reload,
+            options.overrides,
+            options.nvidia_answers,
+        )
+        self.runtime: PluginRuntime = build_runtime(
+            self.manager,
+            setup.backend,
+            setup.node,
+            setup.config,
+            options.environ,
+            metrics=self.metrics,
+            metrics_port=options.metrics_port,
+            metrics_address=options.metrics_address,
+            health_poll_s=options.health_poll_s,
+            kubelet_poll_s=options.kubelet_poll_s,
+        )
+        self.runtime.add_shutdown_hook(self.upkeep.stop)  # MPS daemons quit after the servers are down
+
+    @property
+    def dynamic_mig(self) -> DynamicMigRuntime | None:
+        """The dynamic-MIG runtime when the plan advertises placements."""
+        extension = self.manager.extension
+        return extension if isinstance(extension, DynamicMigRuntime) else None
+
+    @property
+    def backend(self) -> Backend:
+        return self.setup.backend
+
+    @property
+    def node(self) -> Node:
+        return self.reloader.served.node
+
+    @property
+    def plan(self) -> SharingPlan:
+        return self.reloader.served.plan
+
+    @property
+    def served(self) -> ServedConfig:
+        return self.reloader.served
+
+    def start(self) -> None:
+        """Upkeep first (CDI spec, MPS daemons, as NVIDIA does), then serve; on failure nothing stays up."""
+        try:
+            self.upkeep.start(self.reloader.served)
+            self.runtime.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop serving, then the upkeep. Idempotent."""
+        self.runtime.stop()
+        self.upkeep.stop()
+
+    def reload(self, config_source: ConfigSource | KeepSource = KEEP_SOURCE) -> bool:
+        """Re-read the config (SIGHUP), or switch to `config_source`; True if the new config now serves.
+
+        A config that fails anywhere (parse, validation, discovery, upkeep, servers) leaves the old one
+        serving and returns False; the reason is logged.
+        """
+        return self.reloader.reload(config_source)
+
+    def run_until_signalled(self, ready: Callable[[], None] | None = None) -> signal.Signals:
+        """Start, serve until SIGTERM, SIGINT or SIGQUIT (SIGHUP reloads), stop; main thread only."""
+        return run_until_signalled(self, ready, handlers={signal.SIGHUP: self._on_sighup})
+
+    def _on_sighup(self) -> None:
+        self.reload()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
