@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from gpuslice.kubelet.dra_mock import MockDraKubelet
-from tests.mps.fake_program import FakeProgram, write_fake_program
+from tests.support.mps_program import FakeProgram, write_fake_program
 from tests.support.process import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from gpuslice.discovery import RecordingMigControl
 from gpuslice.dra import DraSettings, InMemoryResourceApi, prepare_setup
 from gpuslice.dra.app import DraApp
 from gpuslice.dra.claims import ClaimError, ClaimRef, allocation_for
-from gpuslice.dra.mig import RecordingMigDevices
 from gpuslice.dra.publish import SliceController
 from gpuslice.mps import FakeMpsControl
 from tests.dra.support import DRIVER, NODE, NODE_SPEC, gpu_config
@@ -74,14 +74,14 @@ def test_a_failed_step_undoes_the_earlier_ones(app: DraApp) -> None:
     api.put_claim(claim)
     app.preparer.prepare(ClaimRef("default", "c-u1", "u1"), 10)
     mig = app.parts.mig
-    assert isinstance(mig, RecordingMigDevices)
-    assert len(mig.live(3)) == 1
+    assert isinstance(mig, RecordingMigControl)
+    assert len(mig.live_instances([3])) == 1
     with pytest.raises(ClaimError, match="MPS daemon"):
         app.preparer.prepare(ClaimRef("default", "c-u2", "u2"), 10)
     assert set(app.preparer.records()) == {"u1"}, "the failed claim leaves no record"
     assert not list(app.settings.cdi_dir.glob("*u2*"))
     app.preparer.unprepare(ClaimRef("default", "c-u1", "u1"), 10)
-    assert mig.live(3) == [] and app.preparer.records() == {}
+    assert mig.live_instances([3]) == [] and app.preparer.records() == {}
 
 
 def test_unhealthy_devices_leave_the_pool_and_cannot_be_prepared(app: DraApp) -> None:

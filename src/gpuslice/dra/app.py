@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
+from gpuslice.discovery import MigControl
 from gpuslice.dra.api import ApiError, ResourceApi
 from gpuslice.dra.checkpoint import ClaimCheckpoint
 from gpuslice.dra.devices import DraDevice
-from gpuslice.dra.mig import MigDevices, mig_devices_for
 from gpuslice.dra.mps import ClaimMpsDaemons
 from gpuslice.dra.names import (
     CHECKPOINT_NAME,
@@ -95,7 +95,7 @@ class DraApp:
         settings: DraSettings,
         api: ResourceApi,
         *,
-        mig: MigDevices | None = None,
+        mig: MigControl | None = None,
         mps_control: MpsControl | None = None,
         timeslice: TimeSliceControl | None = None,
     ) -> None:
@@ -111,7 +111,7 @@ class DraApp:
         self.parts = PrepareParts(
             cdi_dir=settings.cdi_dir,
             dev_root=setup.config.flags.dev_root,
-            mig=mig if mig is not None else mig_devices_for(setup.backend, setup.node),
+            mig=mig if mig is not None else setup.backend.mig_control(setup.node),
             mps=mps,
             timeslice=timeslice if timeslice is not None else timeslice_for(setup),
         )

@@ -10,7 +10,7 @@ from typing import Any
 from gpuslice.dra.names import counter_set_name, gpu_device_name, mig_device_name, replica_device_name
 from gpuslice.gpu import Gpu, MigCatalogue, MigInstance, MigProfile, Node, catalogue_for
 from gpuslice.sharing import AdvertisedDevice, SharingPlan
-from gpuslice.sharing.dynamic_plan import is_planned
+from gpuslice.sharing.dynamic.geometry import is_slot_id
 
 PCI_BUS_ID_ATTRIBUTE = "resource.kubernetes.io/pciBusID"
 # Counter name -> MigProfile field: the engine dimensions every MIG placement consumes (NVIDIA's names).
@@ -65,8 +65,7 @@ class DraDevice:
     @property
     def mig(self) -> MigInstance | None:
         """The existing MIG device (static MIG), None for a whole GPU or a placement not yet created."""
-        mig = self.advertised.mig
-        return None if mig is None or is_planned(mig) else mig
+        return None if self.placement is not None else self.advertised.mig
 
     @property
     def kind(self) -> str:
@@ -165,7 +164,7 @@ def _device(node: Node, advertised: AdvertisedDevice) -> DraDevice:
         }
         name = mig_device_name(gpu, profile, mig.placement_start)
         capacity = _mig_capacity(profile, mig.memory_mib)
-        if is_planned(mig):
+        if is_slot_id(advertised.id):
             consumes = _placement_counters(profile, mig)
             placement = Placement(catalogue, profile, mig.placement_start)
             device = DraDevice(name, advertised, attributes, capacity, placement, consumes)

@@ -11,7 +11,8 @@ from pathlib import Path
 from gpuslice.dra.opaque import MpsConfig
 from gpuslice.gpu import Gpu
 from gpuslice.mps import MpsControl, MpsDaemonError
-from gpuslice.mps.manager import LOG_ENV, PIPE_ENV, PROBE_COMMAND, VISIBLE_ENV
+from gpuslice.mps.control import PIPE_ENV
+from gpuslice.mps.manager import LOG_ENV, PROBE_COMMAND, VISIBLE_ENV
 
 log = logging.getLogger("gpuslice.dra")
 

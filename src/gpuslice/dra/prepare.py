@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuslice.allocation.cdi import CdiError
-from gpuslice.discovery.nvml import MigControlError
+from gpuslice.discovery import MigControl, MigControlError
 from gpuslice.dra.api import ApiError, ResourceApi
 from gpuslice.dra.cdi import (
     ClaimDeviceEdits,
@@ -23,16 +23,14 @@ from gpuslice.dra.cdi import (
 from gpuslice.dra.checkpoint import ClaimCheckpoint, ClaimRecord, CreatedMig, PreparedDevice
 from gpuslice.dra.claims import AllocatedDevice, ClaimError, ClaimRef, allocation_for
 from gpuslice.dra.devices import DraDevice
-from gpuslice.dra.mig import MigDevices
 from gpuslice.dra.mps import CONTAINER_PIPE_DIRECTORY, CONTAINER_SHM, ClaimMpsDaemons, MpsClaimError
 from gpuslice.dra.opaque import TIMESLICE_LEVELS, MpsConfig
 from gpuslice.dra.timeslice import DEFAULT_LEVEL, TimeSliceControl, TimeSliceError
 from gpuslice.gpu import Gpu, MigInstance
+from gpuslice.mps.control import PIPE_ENV
 from gpuslice.sharing import Isolation, weakest
 
 log = logging.getLogger("gpuslice.dra")
-
-PIPE_ENV = "CUDA_MPS_PIPE_DIRECTORY"
 
 
 @dataclass(frozen=True)
@@ -41,7 +39,7 @@ class PrepareParts:
 
     cdi_dir: Path
     dev_root: str = "/"
-    mig: MigDevices | None = None
+    mig: MigControl | None = None
     mps: ClaimMpsDaemons | None = None
     timeslice: TimeSliceControl | None = None
 
@@ -123,8 +121,11 @@ class Preparer:
         migs = []
         changed = False
         for created in record.migs:
-            live = {(m.gi, m.ci): m for m in control.live(created.gpu_index)}
-            found = live.get((created.gi, created.ci))
+            listed = control.live_instances([created.gpu_index])
+            if listed is None:  # this control cannot tell: trust the record
+                migs.append(created)
+                continue
+            found = {(m.gi, m.ci): m for m in listed}.get((created.gi, created.ci))
             if found is not None and found.placement_start == created.start:
                 migs.append(created)
                 continue
@@ -352,8 +353,8 @@ class Preparer:
         control = self.parts.mig
         if control is None:
             return f"cannot destroy MIG device {created.uuid}: this backend has no MIG control"
-        live = {(m.gi, m.ci) for m in control.live(created.gpu_index)}
-        if (created.gi, created.ci) not in live:
+        live = control.live_instances([created.gpu_index])
+        if live is not None and (created.gi, created.ci) not in {(m.gi, m.ci) for m in live}:
             return None  # already gone (a GPU reset, or an earlier attempt got this far)
         try:
             control.destroy(created.gpu_index, created.gi, created.ci)

@@ -11,7 +11,6 @@ from gpuslice.discovery import Backend, BackendInitError, make_backend
 from gpuslice.dra.devices import DeviceModelError, DraDevice, pool_devices
 from gpuslice.gpu import Node
 from gpuslice.sharing import SharingError, SharingPlan, build_resources
-from gpuslice.sharing.dynamic_plan import build_dynamic_plan
 
 
 class SetupError(ValueError):
@@ -63,10 +62,7 @@ def prepare_setup(
         raise SetupError(str(exc)) from exc
     node = backend.discover()
     try:
-        if flags.mig_strategy == "dynamic":
-            plan = build_dynamic_plan(node, config, claimed_gpus)
-        else:
-            plan = build_resources(node, config)
+        plan = build_resources(node, config, claimed_gpus)
         devices = pool_devices(node, plan)
     except (SharingError, DeviceModelError) as exc:
         raise SetupError(f"config {loaded.source}: {exc}") from exc
