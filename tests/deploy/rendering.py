@@ -17,6 +17,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = PROJECT_ROOT / "deploy"
 # Every kustomization a user may apply; a new overlay must be added here (and to the security expectations).
 TARGETS = ("base", "overlays/time-slicing", "overlays/mps", "overlays/mig-mixed")
+# The DRA overlay replaces the device plugin, so it renders other objects; tests/deploy/test_dra.py checks it.
+DRA_TARGET = "overlays/dra"
 # Our kustomizations use `resources: [../../base]` and `patches:`, which need kustomize v4 or newer
 # (kubectl 1.21+). Debian 12's kubernetes-client is kubectl 1.20.2 with kustomize v2.0.3, which has neither.
 MIN_KUSTOMIZE_MAJOR = 4
