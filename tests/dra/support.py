@@ -71,13 +71,15 @@ def gpu_config(sharing: dict[str, Any] | None = None, kind: str = "GpuConfig") -
 class Node:
     """One node's directories: the kubelet root, CDI specs, MPS, the node spec and config files."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, health_events: bool = False) -> None:
         self.root = root
         self.cdi = root / "cdi"
         self.mps = root / "mps"
         self.spec = root / "node.yaml"
         self.config = root / "config.yaml"
-        self.spec.write_text(NODE_SPEC)
+        self.events = root / "events.txt"
+        self.events.touch()
+        self.spec.write_text(NODE_SPEC + (f"health_events: {self.events}\n" if health_events else ""))
         self.config.write_text(f"version: v1\nflags:\n  migStrategy: dynamic\n  mpsRoot: {self.mps}\n")
         self.mps_program: FakeProgram = write_fake_program(root / "mps-program")
 

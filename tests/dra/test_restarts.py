@@ -93,3 +93,25 @@ def test_sigkill_with_claims_prepared_neither_loses_nor_repeats_work(setup: tupl
         assert uid not in node.checkpoint()["claims"]
     finally:
         reap(process)
+
+
+def test_an_xid_takes_the_gpu_out_of_the_pool(setup: tuple[Node, MockDraKubelet]) -> None:
+    _, kubelet = setup
+    node = Node(kubelet.root, health_events=True)
+    process = start_plugin(node, kubelet)
+    try:
+        assert kubelet.watcher.wait_registered(DRIVER, timeout=20)
+        assert kubelet.wait_for_slices(DRIVER, min_devices=30)
+        devices = {d["name"]: d for s in kubelet.slices(DRIVER) for d in s["spec"]["devices"]}
+        generation = _generation(kubelet)
+        with node.events.open("a") as events:
+            events.write(f"{devices['gpu-0']['attributes']['uuid']['string']} 79\n")
+
+        def gone() -> bool:
+            names = {d["name"] for s in kubelet.slices(DRIVER) for d in s["spec"]["devices"]}
+            return bool(names) and "gpu-0" not in names and "gpu-1" in names
+
+        assert kubelet.api.store.wait_for(gone, timeout=10), "Xid 79 is critical: gpu-0 must leave the pool"
+        assert _generation(kubelet) > generation
+    finally:
+        reap(process)

@@ -138,6 +138,7 @@ def _run(
         mps_control_command=tuple(shlex.split(mps_command)) if mps_command else ("nvidia-cuda-mps-control",),
         resource_api_version=api_version,
         resync_s=resync_s,
+        environ=dict(os.environ),
     )
     try:
         app = DraApp(setup, settings, LightkubeResourceApi(server))

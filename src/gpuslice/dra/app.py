@@ -34,6 +34,8 @@ from gpuslice.dra.setup import DraSetup
 from gpuslice.dra.slices import PoolSpec
 from gpuslice.dra.sockets import UnixServer, serve
 from gpuslice.dra.timeslice import NvidiaSmiTimeSlice, RecordingTimeSlice, TimeSliceControl
+from gpuslice.health import xid_policy_from_env
+from gpuslice.health.loop import build_health_loop
 from gpuslice.mps import CommandControl, MpsControl
 from gpuslice.sharing import HealthStore
 
@@ -59,7 +61,7 @@ class DraSettings:
     resync_s: float = DEFAULT_RESYNC_S
     call_budget_s: float = CALL_BUDGET_S
     socket_check_s: float = SOCKET_CHECK_S
-    extra_env: Mapping[str, str] = field(default_factory=dict)
+    environ: Mapping[str, str] = field(default_factory=dict)  # NVIDIA's health env vars (DP_DISABLE_HEALTHCHECKS, ...)
 
     def __post_init__(self) -> None:
         check_driver_name(self.driver)
@@ -103,6 +105,14 @@ class DraApp:
         self.settings = settings
         self.api = api
         self.health = HealthStore(setup.node)
+        # The device plugin's health loop and Xid policy: an unhealthy device leaves the pool.
+        self.health_loop = build_health_loop(
+            setup.backend,
+            setup.node,
+            self.health,
+            xid_policy_from_env(settings.environ),
+            setup.config.gpuslice.health_recovery,
+        )
         self._by_name = {device.name: device for device in setup.devices}
         mps_root = settings.mps_root or (Path(setup.config.flags.mps_root) if setup.config.flags.mps_root else None)
         mps = (
@@ -161,6 +171,7 @@ class DraApp:
             log.warning("first publish of ResourceSlices failed (will retry): %s", exc)
         self.slices.start()
         self._remove_listener = self.health.add_listener(self.slices.poke)
+        self.health_loop.start()
         self._serve_registration()
         self._stop.clear()
         self._watcher = threading.Thread(target=self._watch_socket, name="dra-reg-watch", daemon=True)
@@ -207,6 +218,7 @@ class DraApp:
         if self._node_server is not None:
             self._node_server.stop()
             self._node_server = None
+        self.health_loop.stop()
         if self._remove_listener is not None:
             self._remove_listener()
             self._remove_listener = None
