@@ -39,6 +39,7 @@ CASES = {
     "dynamic": ["--node-spec", "dynamic", "--config", "dynamic"],
     "dynamic-v1beta1": ["--node-spec", "dynamic", "--config", "dynamic", "--resource-api-version", "v1beta1"],
     "dynamic-v1beta2": ["--node-spec", "dynamic", "--config", "dynamic", "--resource-api-version", "v1beta2"],
+    "dynamic-split": ["--node-spec", "dynamic", "--config", "dynamic", "--counter-layout", "split"],
 }
 CONFIGS = {
     "single": SINGLE_CONFIG,
@@ -197,3 +198,11 @@ def test_bad_flags_exit_2_naming_the_problem(args: list[str], message: str, tmp_
     result = CliRunner().invoke(dra, ["--backend", "fake", "--print-resource-slices", *args])
     assert result.exit_code == 2
     assert message in result.output
+
+
+def test_split_layout_keeps_counter_sets_apart_from_devices(printed: dict[str, list[dict[str, Any]]]) -> None:
+    slices = printed["dynamic-split"]
+    assert all(not (s["spec"].get("sharedCounters") and s["spec"].get("devices")) for s in slices)
+    (counters,) = [s for s in slices if s["spec"].get("sharedCounters")]
+    assert [c["name"] for c in counters["spec"]["sharedCounters"]] == ["gpu-0-counter-set"]
+    assert _devices(slices).keys() == _devices(printed["dynamic"]).keys()

@@ -49,6 +49,9 @@ _DEFAULT_PLUGINS = f"{DEFAULT_KUBELET_ROOT}/{PLUGINS_DIR_NAME}"
               help="resource.k8s.io version to write; auto asks the server (v1, v1beta2, v1beta1).")  # fmt: skip
 @click.option("--resync-interval", envvar="RESYNC_INTERVAL", type=click.FloatRange(0.05, 3600), default=10.0,
               show_default=True, help="Seconds between checks that our ResourceSlices are still there.")  # fmt: skip
+@click.option("--counter-layout", envvar="COUNTER_LAYOUT", default="auto", show_default=True,
+              type=click.Choice(["auto", "combined", "split"]),
+              help="Counter sets with their devices (1.34) or apart (1.35+); auto asks the server.")  # fmt: skip
 @click.option("--print-resource-slices", is_flag=True, help="Print the slices as multi-document YAML and exit.")
 @click.option("--log-level", default="info", show_default=True, type=click.Choice(["debug", "info", "warning"]))
 @nvidia_flags
@@ -65,6 +68,7 @@ def dra(
     kube_api_server: str | None,
     resource_api_version: str,
     resync_interval: float,
+    counter_layout: str,
     print_resource_slices: bool,
     log_level: str,
     **nvidia: str | None,
@@ -93,11 +97,12 @@ def dra(
         log.warning("%s", warning)
     if print_resource_slices:
         version = "v1" if resource_api_version == "auto" else resource_api_version
-        slices = build_slices(PoolSpec(driver_name, setup.node.name, version), setup.devices, 1)
+        layout = "combined" if counter_layout == "auto" else counter_layout
+        slices = build_slices(PoolSpec(driver_name, setup.node.name, version, layout), setup.devices, 1)
         click.echo(yaml.safe_dump_all(slices, sort_keys=False), nl=False)
         return
     _run(setup, driver_name, plugins_registry, plugins_dir, cdi_spec_dir, mps_control_command,
-         kube_api_server, resource_api_version, resync_interval)  # fmt: skip
+         kube_api_server, resource_api_version, resync_interval, counter_layout)  # fmt: skip
 
 
 def _claimed_gpus(path: Path) -> tuple[str, ...]:
@@ -121,6 +126,7 @@ def _run(
     server: str | None,
     api_version: str,
     resync_s: float,
+    counter_layout: str,
 ) -> None:
     from gpuslice.dra.api import ApiError
     from gpuslice.dra.app import DraApp, DraSettings
@@ -138,6 +144,7 @@ def _run(
         mps_control_command=tuple(shlex.split(mps_command)) if mps_command else ("nvidia-cuda-mps-control",),
         resource_api_version=api_version,
         resync_s=resync_s,
+        counter_layout=counter_layout,
         environ=dict(os.environ),
     )
     try:

@@ -59,6 +59,7 @@ class DraSettings:
     mps_control_command: tuple[str, ...] = ("nvidia-cuda-mps-control",)
     resource_api_version: str = "auto"  # or v1 / v1beta2 / v1beta1
     resync_s: float = DEFAULT_RESYNC_S
+    counter_layout: str = "auto"  # or combined / split; auto starts combined and splits if the server asks
     call_budget_s: float = CALL_BUDGET_S
     socket_check_s: float = SOCKET_CHECK_S
     environ: Mapping[str, str] = field(default_factory=dict)  # NVIDIA's health env vars (DP_DISABLE_HEALTHCHECKS, ...)
@@ -152,7 +153,8 @@ class DraApp:
         version = self.settings.resource_api_version
         if version == "auto":
             version = self.api.resource_version()
-        return PoolSpec(self.settings.driver, self.setup.node.name, version)
+        layout = "combined" if self.settings.counter_layout == "auto" else self.settings.counter_layout
+        return PoolSpec(self.settings.driver, self.setup.node.name, version, layout)
 
     # Lifecycle ---------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from gpuslice.dra.api import ApiError, ResourceApi
@@ -19,6 +20,7 @@ DEFAULT_RESYNC_S = 10.0
 def _content(obj: dict[str, Any]) -> Any:
     """What a slice says, apart from its generation (which we bump) and server-set fields."""
     spec = dict(obj.get("spec", {}))
+    spec["devices"] = spec.get("devices") or []  # a server may return an absent list as empty, or drop it
     pool = dict(spec.get("pool", {}))
     pool.pop("generation", None)
     spec["pool"] = pool
@@ -66,17 +68,30 @@ class SliceController:
                 return False
             self.generation = max(self.generation, seen) + 1
             wanted = build_slices(self.pool, self.devices(), self.generation)
-            for obj in wanted:
-                self.api.apply_slice(obj)
+            try:
+                for obj in wanted:
+                    self.api.apply_slice(obj)
+            except ApiError as exc:
+                if not self._needs_split(exc):
+                    raise
+                # A 1.35+ API server: counter sets go in slices of their own. Start over in that layout.
+                log.info("the API server wants counter sets apart from devices; publishing them split")
+                self.pool = replace(self.pool, counter_layout="split")
+                wanted = build_slices(self.pool, self.devices(), self.generation)
+                for obj in wanted:
+                    self.api.apply_slice(obj)
             names = {obj["metadata"]["name"] for obj in wanted}
             for name in existing:
                 if name not in names:
                     self.api.delete_slice(name)
             self.publishes += 1
-            count = sum(len(obj["spec"]["devices"]) for obj in wanted)
+            count = sum(len(obj["spec"].get("devices") or ()) for obj in wanted)
             log.info("published pool %s generation %d: %d slice(s), %d device(s)",
                      self.pool.node_name, self.generation, len(wanted), count)  # fmt: skip
             return True
+
+    def _needs_split(self, exc: ApiError) -> bool:
+        return exc.status == 422 and "sharedCounters" in str(exc) and self.pool.counter_layout == "combined"
 
     def delete_all(self) -> None:
         """Remove every slice of our pool (clean shutdown: the devices are no longer offered)."""

@@ -12,6 +12,8 @@ from gpuslice.dra.names import counter_set_name
 API_GROUP = "resource.k8s.io"
 API_VERSIONS = ("v1", "v1beta2", "v1beta1")  # newest first: the order we try them in
 MAX_DEVICES_PER_SLICE = 128  # ResourceSliceMaxDevices
+MAX_COUNTER_SETS_PER_SLICE = 8  # 1.35+: counter sets per slice
+COUNTER_LAYOUTS = ("combined", "split")
 POOL_LABEL = "gpuslice.io/dra-pool"
 
 
@@ -22,10 +24,15 @@ class PoolSpec:
     driver: str
     node_name: str
     api_version: str = "v1"
+    # combined: a GPU's counter set in the slice of its placements (1.33/1.34); split: counter sets in
+    # slices of their own, apart from all devices (1.35+ refuses a slice with both).
+    counter_layout: str = "combined"
 
     def __post_init__(self) -> None:
         if self.api_version not in API_VERSIONS:
             raise ValueError(f"resource API version {self.api_version!r}: choose one of {', '.join(API_VERSIONS)}")
+        if self.counter_layout not in COUNTER_LAYOUTS:
+            raise ValueError(f"counter layout {self.counter_layout!r}: choose one of {', '.join(COUNTER_LAYOUTS)}")
 
 
 def _device_body(device: DraDevice, api_version: str) -> dict[str, Any]:
@@ -44,8 +51,9 @@ def _device_body(device: DraDevice, api_version: str) -> dict[str, Any]:
 def _groups(devices: Sequence[DraDevice]) -> list[tuple[DraDevice | None, list[DraDevice]]]:
     """Slices' contents: the plain devices in chunks of 128, then one slice per dynamic-MIG GPU.
 
-    A GPU's counter set must sit in the slice of the devices that consume it (the 1.33/1.34 rule), and
-    a slice holds at most 32 counters in all, so each dynamic GPU (15 counters) gets its own slice.
+    Combined layout: a GPU's counter set must sit in the slice of the devices that consume it (the
+    1.33/1.34 rule), and a slice holds at most 32 counters in all, so each dynamic GPU (15 counters)
+    gets its own slice; the first device of a group names the GPU whose counter set goes with it.
     """
     plain = [device for device in devices if device.placement is None]
     groups: list[tuple[DraDevice | None, list[DraDevice]]] = [
@@ -64,17 +72,31 @@ def build_slices(pool: PoolSpec, devices: Iterable[DraDevice], generation: int) 
     """The pool's slices at `generation`; an empty pool is one slice with no devices (the pool still exists)."""
     ordered = list(devices)
     groups = _groups(ordered) or [(None, [])]
+    counter_only: list[list[DraDevice]] = []
+    if pool.counter_layout == "split":
+        owners = [dynamic for dynamic, _ in groups if dynamic is not None]
+        counter_only = [
+            owners[start : start + MAX_COUNTER_SETS_PER_SLICE]
+            for start in range(0, len(owners), MAX_COUNTER_SETS_PER_SLICE)
+        ]
+        groups = [(None, members) for _, members in groups]
+    total = len(groups) + len(counter_only)
+    specs: list[dict[str, Any]] = []
+    for dynamic, members in groups:
+        spec: dict[str, Any] = {"devices": [_device_body(device, pool.api_version) for device in members]}
+        if dynamic is not None:
+            spec["sharedCounters"] = [_counter_set(dynamic)]
+        specs.append(spec)
+    for owners in counter_only:
+        specs.append({"sharedCounters": [_counter_set(owner) for owner in owners]})
     slices = []
-    for position, (dynamic, members) in enumerate(groups):
-        spec: dict[str, Any] = {
+    for position, body in enumerate(specs):
+        spec = {
             "driver": pool.driver,
             "nodeName": pool.node_name,
-            "pool": {"name": pool.node_name, "generation": generation, "resourceSliceCount": len(groups)},
-            "devices": [_device_body(device, pool.api_version) for device in members],
+            "pool": {"name": pool.node_name, "generation": generation, "resourceSliceCount": total},
+            **body,
         }
-        if dynamic is not None:
-            counters = {name: {"value": value} for name, value in gpu_counters(dynamic.gpu).items()}
-            spec["sharedCounters"] = [{"name": counter_set_name(dynamic.gpu), "counters": counters}]
         slices.append(
             {
                 "apiVersion": f"{API_GROUP}/{pool.api_version}",
@@ -89,6 +111,11 @@ def build_slices(pool: PoolSpec, devices: Iterable[DraDevice], generation: int) 
     return slices
 
 
+def _counter_set(owner: DraDevice) -> dict[str, Any]:
+    counters = {name: {"value": value} for name, value in gpu_counters(owner.gpu).items()}
+    return {"name": counter_set_name(owner.gpu), "counters": counters}
+
+
 def slice_name(pool: PoolSpec, position: int) -> str:
     """`<node>-<driver>-<n>`: stable names, so a republish replaces the same objects (≤253 characters)."""
     return f"{pool.node_name}-{pool.driver}-{position}"[:253]
@@ -97,7 +124,7 @@ def slice_name(pool: PoolSpec, position: int) -> str:
 def devices_of(slice_object: dict[str, Any]) -> list[dict[str, Any]]:
     """A slice's devices in the v1 shape (attributes, capacity, consumesCounters directly on the device)."""
     found = []
-    for device in slice_object.get("spec", {}).get("devices", []) or []:
+    for device in slice_object.get("spec", {}).get("devices") or []:
         basic = device.get("basic")
         found.append({"name": device["name"], **basic} if isinstance(basic, dict) else dict(device))
     return found

@@ -43,7 +43,7 @@ def _to_version(obj: dict[str, Any], version: str) -> dict[str, Any]:
     """An object as the client asked for it: the apiVersion, and for slices the device shape of that version."""
     out = copy.deepcopy(obj)
     out["apiVersion"] = f"{GROUP}/{version}"
-    if out.get("kind") == "ResourceSlice":
+    if out.get("kind") == "ResourceSlice" and "devices" in out.get("spec", {}):
         devices = []
         for device in out.get("spec", {}).get("devices") or []:
             flat = {"name": device["name"], **device["basic"]} if "basic" in device else device
@@ -156,8 +156,9 @@ def _parse_fields(text: str) -> dict[str, str]:
 class FakeKubeApi:
     """ApiStore over HTTP on 127.0.0.1 (a free port); `url` is what a client is pointed at."""
 
-    def __init__(self, served: Iterable[str] = ("v1",)) -> None:
+    def __init__(self, served: Iterable[str] = ("v1",), counters_apart: bool = False) -> None:
         self.served = tuple(served)
+        self.counters_apart = counters_apart  # the 1.35+ rule: no slice with both sharedCounters and devices
         for version in self.served:
             if version not in VERSIONS:
                 raise ValueError(f"unknown {GROUP} version {version}")
@@ -214,6 +215,11 @@ class FakeKubeApi:
                 if not isinstance(obj, dict):
                     raise ApiStoreError(400, "BadRequest", "the body must be an object")
                 obj = _v1(obj) if obj.get("apiVersion", "").endswith("v1beta1") else obj
+                spec = obj.get("spec") or {}
+                if self.counters_apart and spec.get("sharedCounters") and spec.get("devices"):
+                    raise ApiStoreError(
+                        422, "Invalid", "spec: Invalid value: only one of `sharedCounters` or `devices` is allowed"
+                    )
                 obj["apiVersion"] = f"{GROUP}/v1"
                 return 201 if method == "POST" else 200, _to_version(
                     self.store.put(plural, obj, create=method == "POST"), version
