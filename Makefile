@@ -5,13 +5,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 
-.PHONY: all venv demo test lint typecheck imports bench reproduce protos device-check clean
+.PHONY: all venv demo test lint typecheck imports bench reproduce protos device-check lock clean
 
 all: test
 
-$(STAMP): requirements.lock pyproject.toml
+# requirements/dev.lock pins and hashes every package (runtime, simulator, tools, build backend): `make lock`.
+$(STAMP): requirements/dev.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r requirements/dev.lock
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
@@ -47,6 +48,11 @@ protos: $(STAMP)
 
 device-check: $(STAMP)
 	$(BIN)/python tools/device_check.py
+
+# Re-resolve requirements/{runtime,build,dev}.lock from pyproject.toml with the pinned uv, keeping every pin
+# that still fits; `make lock UPGRADE=1` moves all pins to the newest allowed releases.
+lock: $(STAMP)
+	$(BIN)/python tools/lock.py $(if $(UPGRADE),--upgrade)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache out

@@ -11,12 +11,12 @@ import sys
 import time
 from pathlib import Path
 
-from gpuslice.sim.openb.engine import Workload, simulate
-from gpuslice.sim.openb.metrics import seed_stat
-from gpuslice.sim.openb.policies import OUR_POLICIES, PAPER_POLICIES
-from gpuslice.sim.openb.report import pairwise, select
-from gpuslice.sim.openb.sweep import parse_seeds, run_sweep
-from gpuslice.sim.openb.trace import TraceError, list_workloads, load_trace, resolve_trace_dir
+from gpuslice.fgd.engine import Workload, simulate
+from gpuslice.fgd.metrics import seed_stat
+from gpuslice.fgd.policies import OUR_POLICIES, PAPER_POLICIES
+from gpuslice.fgd.report import pairwise, select
+from gpuslice.fgd.sweep import parse_seeds, run_sweep
+from gpuslice.fgd.trace import OpenbTraceError, list_workloads, load_trace, resolve_trace_dir
 
 PUBLISHED_PODS_PER_SECOND = 18.0  # the authors' Go simulator: ~10.8 k placements in ~10 min on 2 vCPUs
 REPEATS = 3
@@ -36,7 +36,7 @@ def _whole_command_seconds() -> float:
 def main() -> None:
     try:
         folder = resolve_trace_dir()
-    except TraceError as error:
+    except OpenbTraceError as error:
         print(f"skipped: {error}")
         return
     started = time.perf_counter()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from gpuslice.sim.compare import DEFAULT_POLICIES
-from gpuslice.sim.engine import Engine, SimConfig
+from gpuslice.sim.core.engine import Engine, SimConfig
+from gpuslice.sim.experiments.compare import DEFAULT_POLICIES
 from gpuslice.sim.policies import make_policy
 from gpuslice.sim.traces import SyntheticParams, generate
 

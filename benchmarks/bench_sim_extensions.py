@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from gpuslice.sim.engine import SimConfig
+from gpuslice.sim.core.engine import SimConfig
+from gpuslice.sim.experiments.variants import run_variant
 from gpuslice.sim.traces import resolve_trace
-from gpuslice.sim.variants import run_variant
 
 # (trace, variants): each trace about ten times the documented default.
 CASES = (

@@ -65,7 +65,7 @@ def _pod_view(objects: list[dict[str, Any]], daemonset: dict[str, Any], root: Pa
     for entry in box.get("env", []):
         value = entry["value"] if "value" in entry else FIELD_VALUES[entry["valueFrom"]["fieldRef"]["fieldPath"]]
         for mount_path, local_path in moved.items():
-            value = value.replace(mount_path, local_path)
+            value = local_path if value == mount_path.rstrip("/") else value.replace(mount_path, local_path)
         env[entry["name"]] = value
     # The kubelet expands $(VAR) in args from the container's env.
     args = [re.sub(r"\$\((\w+)\)", lambda m: env.get(m.group(1), m.group(0)), arg) for arg in box["args"]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +122,23 @@ def test_a_kubelet_restart_wipe_is_noticed_and_repaired(app: DraApp) -> None:
     generation = controller.generation
     api.slices.clear()
     assert controller.sync() and controller.generation == generation + 1 and api.slices
+
+
+def test_claim_specs_carry_the_drivers_files_and_hooks(tmp_path: Path) -> None:
+    from gpuslice.discovery.driver_files_fake import build_fake_driver_root
+
+    spec = tmp_path / "node.yaml"
+    spec.write_text(NODE_SPEC)
+    root = build_fake_driver_root(tmp_path / "driver-root", version="550.127.08")
+    overrides = {"flags.nvidiaDriverRoot": str(root), "flags.plugin.containerDriverRoot": str(root)}
+    setup = prepare_setup("fake", str(spec), None, overrides=overrides)
+    settings = DraSettings(plugins_dir=tmp_path / "plugins", registry_dir=tmp_path / "reg", cdi_dir=tmp_path / "cdi")
+    app = DraApp(setup, settings, InMemoryResourceApi())
+    api = app.api
+    assert isinstance(api, InMemoryResourceApi)
+    api.put_claim(allocated("u5", ["gpu-0"]))
+    record = app.preparer.prepare(ClaimRef("default", "c-u5", "u5"), 10)
+    assert record.cdi_spec is not None
+    edits = json.loads(Path(record.cdi_spec).read_text())["containerEdits"]
+    assert any(m["containerPath"].endswith("libcuda.so.550.127.08") for m in edits["mounts"])
+    assert any("update-ldcache" in hook["args"] for hook in edits["hooks"])

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from gpuslice.sim.clusters import parse_cluster
-from gpuslice.sim.engine import Engine, SimConfig
-from gpuslice.sim.metrics import SimResult
-from gpuslice.sim.model import ClusterSpec, JobSpec, PodSpec
+from gpuslice.sim.core.clusters import parse_cluster
+from gpuslice.sim.core.engine import Engine, SimConfig
+from gpuslice.sim.core.metrics import SimResult
+from gpuslice.sim.core.model import ClusterSpec, JobSpec, PodSpec
 from gpuslice.sim.policies import make_policy
 
 

@@ -5,14 +5,20 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from gpuslice.sim.compare import DEFAULT_POLICIES
-from gpuslice.sim.compare import compare as run_comparison
-from gpuslice.sim.engine import SimConfig
-from gpuslice.sim.ext_report import extension_markdown, extension_tables, has_extension_plot, plot_extension
-from gpuslice.sim.model import SimModelError
+from gpuslice.sim.core.engine import SimConfig
+from gpuslice.sim.core.model import SimModelError
+from gpuslice.sim.experiments.compare import DEFAULT_POLICIES
+from gpuslice.sim.experiments.compare import compare as run_comparison
+from gpuslice.sim.experiments.variants import check_variant, default_policies
+from gpuslice.sim.extensions.orders import ORDERS
 from gpuslice.sim.policies import POLICIES
-from gpuslice.sim.queue import ORDERS
-from gpuslice.sim.report import (
+from gpuslice.sim.report.extension_tables import (
+    extension_markdown,
+    extension_tables,
+    has_extension_plot,
+    plot_extension,
+)
+from gpuslice.sim.report.tables import (
     comparison_table,
     markdown_tables,
     plot_comparison,
@@ -21,7 +27,6 @@ from gpuslice.sim.report import (
     write_json,
 )
 from gpuslice.sim.traces import TRACES, TraceError, resolve_trace
-from gpuslice.sim.variants import check_variant, default_policies
 
 
 @click.command()

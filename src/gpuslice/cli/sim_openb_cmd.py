@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 
 import click
 
-from gpuslice.sim.openb.policies import OUR_POLICIES, PAPER_POLICIES
-from gpuslice.sim.openb.protocol import DEFAULT_RATIO
-from gpuslice.sim.openb.trace import TraceError, list_workloads, resolve_trace_dir
+from gpuslice.fgd.policies import OUR_POLICIES, PAPER_POLICIES
+from gpuslice.fgd.protocol import DEFAULT_RATIO
+from gpuslice.fgd.trace import OpenbTraceError, list_workloads, resolve_trace_dir
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,7 +53,7 @@ def _sweep_options(default_policies: str) -> Callable[[F], F]:
 
 
 def _run(workloads: str, policies: str, seeds: str, ratio: float, jobs: int, trace_dir: Path | None) -> list[Any]:
-    from gpuslice.sim.openb.sweep import parse_policies, parse_seeds, progress_line, run_sweep
+    from gpuslice.fgd.sweep import parse_policies, parse_seeds, progress_line, run_sweep
 
     try:
         chosen_policies, chosen_seeds = parse_policies(policies), parse_seeds(seeds)  # option errors first
@@ -68,7 +68,7 @@ def _run(workloads: str, policies: str, seeds: str, ratio: float, jobs: int, tra
             jobs=jobs,
             progress=lambda record: click.echo(progress_line(record), err=True),
         )
-    except (TraceError, ValueError) as error:
+    except (OpenbTraceError, ValueError) as error:
         raise click.ClickException(str(error)) from None
 
 
@@ -94,7 +94,7 @@ def openb(
         target = Path(json_path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(records) + "\n")
-    from gpuslice.sim.openb.sweep import summary_lines
+    from gpuslice.fgd.sweep import summary_lines
 
     for line in summary_lines(records):
         click.echo(line, err=json_path == "-")
@@ -126,7 +126,7 @@ def openb_report(
     """Print our table beside the published one (default trace) and draw the curves."""
     from rich.console import Console
 
-    from gpuslice.sim.openb.report import plot_curves, render
+    from gpuslice.fgd.report import plot_curves, render
 
     if json_path is not None:
         try:

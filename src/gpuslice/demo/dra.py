@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuslice.demo.dynamic_part import row
+from gpuslice.discovery import load_node_spec
+from gpuslice.discovery.driver_files_fake import build_fake_driver_root
 from gpuslice.dra import DraApp, DraSettings, prepare_setup
 from gpuslice.dra.kube import LightkubeResourceApi
 from gpuslice.kubelet.dra_mock import MockDraKubelet
@@ -71,7 +73,11 @@ def run_dra_part(directory: Path) -> DraPart:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "node.yaml").write_text(NODE_SPEC)
     (directory / "config.yaml").write_text(CONFIG)
-    setup = prepare_setup("fake", str(directory / "node.yaml"), str(directory / "config.yaml"))
+    # A fake driver install, so the claims' specs carry the driver's libraries and hooks as on a node.
+    version = load_node_spec(str(directory / "node.yaml")).node.driver_version
+    driver_root = build_fake_driver_root(directory / "driver-root", version=version)
+    overrides = {"flags.nvidiaDriverRoot": str(driver_root), "flags.plugin.containerDriverRoot": str(driver_root)}
+    setup = prepare_setup("fake", str(directory / "node.yaml"), str(directory / "config.yaml"), overrides=overrides)
     part = DraPart(node=f"{setup.node.name}: 2 x H100 whole, 1 x H100 in MIG mode (dynamic)", config=CONFIG_SUMMARY)
     with MockDraKubelet(directory, setup.node.name) as kubelet:
         for class_name, expression in CLASSES.items():
@@ -103,7 +109,9 @@ def run_dra_part(directory: Path) -> DraPart:
                 isolation = app.preparer.records()[uid].isolation
                 part.claims.append(DraClaimStep(name, asks, device.device, device.cdi_ids[0], isolation))
             specs = sorted(p.name for p in settings.cdi_dir.glob("*.json"))
-            mps_env = json.loads(next(settings.cdi_dir.glob(f"*{uid}.json")).read_text())["containerEdits"]["env"]
+            mps_edits = json.loads(next(settings.cdi_dir.glob(f"*{uid}.json")).read_text())["containerEdits"]
+            mps_env = [entry for entry in mps_edits["env"] if entry.startswith("CUDA_MPS")]
+            driver_mounts = sum(1 for mount in mps_edits.get("mounts", ()) if "ro" in mount.get("options", ()))
             for number in range(len(CLAIMS)):
                 kubelet.delete_pod(f"pod-{number}")
             left = sorted(p.name for p in settings.cdi_dir.glob("*.json"))
@@ -115,7 +123,7 @@ def run_dra_part(directory: Path) -> DraPart:
     )
     part.evidence = [
         f"registered as {DRIVER} (v1.DRAPlugin); {len(specs)} CDI specs while the pods ran, {len(left)} after",
-        f"the MPS claim's spec sets {', '.join(mps_env)}",
+        f"the MPS claim's spec sets {', '.join(mps_env)}, with {driver_mounts} read-only driver mounts",
     ]
     return part
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import grpc
 
+from gpuslice.demo.cdi import CdiPart, run_cdi_part
 from gpuslice.demo.dra import DraPart, run_dra_part
 from gpuslice.demo.dynamic_part import WAIT_S, DynamicMigPart, run_dynamic_part
 from gpuslice.discovery import load_node_spec
@@ -98,6 +99,7 @@ class DemoReport:
     modes: list[ModeReport] = field(default_factory=list)
     proofs: list[Proof] = field(default_factory=list)
     dynamic_mig: DynamicMigPart | None = None
+    cdi: CdiPart | None = None
     dra: DraPart | None = None
     seconds: float = 0.0
 
@@ -105,7 +107,8 @@ class DemoReport:
     def ok(self) -> bool:
         dynamic_holds = self.dynamic_mig is None or self.dynamic_mig.holds
         dra_holds = self.dra is None or self.dra.holds
-        return all(proof.holds for proof in self.proofs) and dynamic_holds and dra_holds
+        cdi_holds = self.cdi is None or self.cdi.holds
+        return all(proof.holds for proof in self.proofs) and dynamic_holds and cdi_holds and dra_holds
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.ok}
@@ -134,6 +137,7 @@ def run_demo(workdir: Path | None = None) -> DemoReport:
                     report.proofs.append(_same_gpu_proof(resource, allocations[0], allocations[-1]))
                     report.proofs.append(_unhealthy_proof(kubelet, manager, resource, node))
         report.dynamic_mig = run_dynamic_part(root / "dynamic-mig")
+        report.cdi = run_cdi_part(root / "cdi")
         report.dra = run_dra_part(root / "dra")
     finally:
         if workdir is None:

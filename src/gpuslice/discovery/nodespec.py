@@ -10,7 +10,9 @@ from typing import Any
 import yaml
 
 from gpuslice.gpu import (
+    PCI_CLASS_3D_CONTROLLER,
     ComputeCapability,
+    FabricInfo,
     Gpu,
     InvalidMigLayout,
     MigInstance,
@@ -70,7 +72,17 @@ PRESETS: dict[str, dict[str, Any]] = {
 DEFAULT_PRESET = "h100x4"
 
 _TOP_KEYS = {"name", "gpus", "driver_version", "cuda_version", "machine_type", "health_events", "topology"}
-_GPU_KEYS = {"model", "count", "memory_mib", "compute_capability", "numa_node", "mig", "pci_bus_id"}
+_GPU_KEYS = {
+    "model",
+    "count",
+    "memory_mib",
+    "compute_capability",
+    "numa_node",
+    "mig",
+    "pci_bus_id",
+    "pci_class",
+    "fabric",
+}
 
 
 def load_node_spec(ref: str | None) -> NodeSpec:
@@ -153,6 +165,8 @@ def _parse_gpu_entry(entry: Any, where: str, node_name: str, first_index: int) -
     numa = entry.get("numa_node")
     if numa is not None and (not isinstance(numa, int) or isinstance(numa, bool) or numa < 0):
         raise NodeSpecError(f"{where}.numa_node: must be a non-negative integer, got {numa!r}")
+    pci_class = _pci_class(entry.get("pci_class", PCI_CLASS_3D_CONTROLLER), f"{where}.pci_class")
+    fabric = _fabric(entry.get("fabric"), f"{where}.fabric")
     mig_raw = entry.get("mig")
     mig_profiles: list[str] | None = None
     if mig_raw is not None:
@@ -177,9 +191,38 @@ def _parse_gpu_entry(entry: Any, where: str, node_name: str, first_index: int) -
                 pci_bus_id=str(entry.get("pci_bus_id", f"00000000:{0x18 + index * 0x10:02X}:00.0")),
                 mig_enabled=mig_profiles is not None,
                 mig_instances=instances,
+                pci_class=pci_class,
+                fabric=fabric,
             )
         )
     return gpus
+
+
+def _pci_class(value: Any, where: str) -> int:
+    """A 24-bit PCI class code, as an integer or a hex string ("0x030200")."""
+    try:
+        code = int(value, 16) if isinstance(value, str) else value
+    except ValueError:
+        code = None
+    if not isinstance(code, int) or isinstance(code, bool) or not 0 <= code <= 0xFFFFFF:
+        raise NodeSpecError(f"{where}: must be a 24-bit PCI class code such as 0x030200, got {value!r}")
+    return code
+
+
+def _fabric(value: Any, where: str) -> FabricInfo | None:
+    """`{cluster_uuid, clique_id}`: the GPUs' NVLink fabric (as NVML's fabric info reports it once registered)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"cluster_uuid", "clique_id"}:
+        raise NodeSpecError(f"{where}: must be a mapping with exactly cluster_uuid and clique_id")
+    try:
+        cluster = str(uuid.UUID(str(value["cluster_uuid"])))
+    except ValueError as exc:
+        raise NodeSpecError(f"{where}.cluster_uuid: not a UUID: {value['cluster_uuid']!r}") from exc
+    clique = value["clique_id"]
+    if not isinstance(clique, int) or isinstance(clique, bool) or not 0 <= clique < 2**32:
+        raise NodeSpecError(f"{where}.clique_id: must be an integer from 0 to 4294967295, got {clique!r}")
+    return FabricInfo(cluster, clique)
 
 
 def _build_mig(

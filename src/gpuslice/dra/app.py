@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
+from gpuslice.allocation.cdi_driver import driver_edits
+from gpuslice.allocation.cdi_specs import CdiSettings
 from gpuslice.discovery import MigControl
+from gpuslice.discovery.driver_files import discover_driver_files
 from gpuslice.dra.api import ApiError, ResourceApi
 from gpuslice.dra.checkpoint import ClaimCheckpoint
 from gpuslice.dra.devices import DraDevice
@@ -119,9 +122,17 @@ class DraApp:
         mps = (
             ClaimMpsDaemons(mps_root, mps_control or CommandControl(settings.mps_control_command)) if mps_root else None
         )
+        cdi = CdiSettings.from_config(setup.config)
+        files = discover_driver_files(cdi.driver.container_driver_root, setup.node.driver_version or None)
+        for note in files.notes:
+            log.warning("driver root %s: %s", cdi.driver.container_driver_root, note)
+        missing = files.warning()
+        if missing is not None:
+            log.warning("%s; CDI containers may not start CUDA without them", missing)
         self.parts = PrepareParts(
             cdi_dir=settings.cdi_dir,
-            dev_root=setup.config.flags.dev_root,
+            dev_root=cdi.dev_root,
+            driver_edits=driver_edits(files, cdi.driver),
             mig=mig if mig is not None else setup.backend.mig_control(setup.node),
             mps=mps,
             timeslice=timeslice if timeslice is not None else timeslice_for(setup),

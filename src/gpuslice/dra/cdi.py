@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuslice.allocation.cdi import CDI_VERSION, CONTROL_NODES, CdiError, qualified_name, write_spec
+from gpuslice.allocation.cdi import CONTROL_NODES, CdiError, qualified_name, versioned, write_spec
 from gpuslice.dra.names import CLAIM_CDI_CLASS, cdi_kind
 from gpuslice.gpu import Gpu, MigInstance
 
@@ -27,6 +27,7 @@ class ClaimEdits:
 
     env: Mapping[str, str] = field(default_factory=dict)
     mounts: tuple[tuple[str, str], ...] = ()  # (container path, host path)
+    driver: Mapping[str, Any] = field(default_factory=dict)  # the driver's files and hooks (common containerEdits)
 
 
 def spec_file_name(driver: str, claim_uid: str) -> str:
@@ -58,28 +59,34 @@ def _paths(gpu: Gpu, mig: MigInstance | None) -> list[str]:
 def claim_spec(
     driver: str, claim_uid: str, devices: Sequence[ClaimDeviceEdits], edits: ClaimEdits, dev_root: str = "/"
 ) -> dict[str, Any]:
-    """The claim's spec: control nodes, env and mounts for all its devices; each device its own nodes."""
+    """The claim's spec: control nodes, the driver's files and hooks, the claim's env and mounts for all its
+    devices; each device its own nodes. The lowest cdiVersion that carries it (checked, CdiError if not)."""
     common: dict[str, Any] = {
-        "env": [f"{key}={value}" for key, value in sorted(edits.env.items())],
+        "env": [*edits.driver.get("env", ()), *(f"{key}={value}" for key, value in sorted(edits.env.items()))],
         "deviceNodes": [_node(path, dev_root) for path in CONTROL_NODES],
     }
-    if edits.mounts:
-        common["mounts"] = [
-            {"containerPath": container, "hostPath": host, "options": ["rw", "nosuid", "nodev", "bind"]}
-            for container, host in edits.mounts
-        ]
-    return {
-        "cdiVersion": CDI_VERSION,
-        "kind": cdi_kind(driver),
-        "containerEdits": common,
-        "devices": [
-            {
-                "name": cdi_device_name(claim_uid, entry.device),
-                "containerEdits": {"deviceNodes": [_node(path, dev_root) for path in _paths(entry.gpu, entry.mig)]},
-            }
-            for entry in devices
-        ],
-    }
+    mounts = [*edits.driver.get("mounts", ())]
+    mounts += [
+        {"containerPath": container, "hostPath": host, "options": ["rw", "nosuid", "nodev", "bind"]}
+        for container, host in edits.mounts
+    ]
+    if mounts:
+        common["mounts"] = mounts
+    if edits.driver.get("hooks"):
+        common["hooks"] = list(edits.driver["hooks"])
+    return versioned(
+        {
+            "kind": cdi_kind(driver),
+            "containerEdits": common,
+            "devices": [
+                {
+                    "name": cdi_device_name(claim_uid, entry.device),
+                    "containerEdits": {"deviceNodes": [_node(path, dev_root) for path in _paths(entry.gpu, entry.mig)]},
+                }
+                for entry in devices
+            ],
+        }
+    )
 
 
 def write_claim_spec(directory: str | Path, driver: str, claim_uid: str, spec: Mapping[str, Any]) -> Path:

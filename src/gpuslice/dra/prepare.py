@@ -6,8 +6,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from gpuslice.allocation.cdi import CdiError
 from gpuslice.discovery import MigControl, MigControlError
@@ -39,6 +40,7 @@ class PrepareParts:
 
     cdi_dir: Path
     dev_root: str = "/"
+    driver_edits: Mapping[str, Any] = field(default_factory=dict)  # the driver's files and hooks, found at start
     mig: MigControl | None = None
     mps: ClaimMpsDaemons | None = None
     timeslice: TimeSliceControl | None = None
@@ -290,7 +292,13 @@ class Preparer:
             if device is None:
                 raise ClaimError(f"claim {record.uid}: device {prepared.device} is no longer published")
             entries.append(ClaimDeviceEdits(prepared.device, device.gpu, _mig_of(device, migs.get(prepared.device))))
-        spec = claim_spec(self.driver, record.uid, entries, ClaimEdits(record.env, record.mounts), self.parts.dev_root)
+        spec = claim_spec(
+            self.driver,
+            record.uid,
+            entries,
+            ClaimEdits(record.env, record.mounts, self.parts.driver_edits),
+            self.parts.dev_root,
+        )
         path = write_claim_spec(self.parts.cdi_dir, self.driver, record.uid, spec)
         return replace(record, cdi_spec=str(path))
 

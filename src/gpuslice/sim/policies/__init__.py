@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpuslice.sim.policies.base import PlacementPolicy
+from gpuslice.sim.core.placement import PlacementPolicy
 from gpuslice.sim.policies.best_fit import BestFit
 from gpuslice.sim.policies.first_fit import FirstFit
 from gpuslice.sim.policies.gang import Gang

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpuslice.sim.cluster import Binding, ClusterState
-from gpuslice.sim.model import JobSpec, PodSpec
-from gpuslice.sim.policies.base import best_fitting, place_all
+from gpuslice.sim.core.cluster import Binding, ClusterState
+from gpuslice.sim.core.model import JobSpec, PodSpec
+from gpuslice.sim.core.placement import best_fitting, place_all
 
 
 class Gang:

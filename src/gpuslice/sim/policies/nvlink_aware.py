@@ -6,10 +6,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gpuslice.sim.cluster import Binding, BoolArray, ClusterState
-from gpuslice.sim.model import MILLI, JobSpec, PodSpec
-from gpuslice.sim.nvlink import choose_gpu_set, cluster_topologies
-from gpuslice.sim.policies.base import largest_first
+from gpuslice.gpu.units import MILLI
+from gpuslice.sim.core.cluster import Binding, BoolArray, ClusterState
+from gpuslice.sim.core.model import JobSpec, PodSpec
+from gpuslice.sim.core.placement import largest_first
+from gpuslice.sim.extensions.nvlink import choose_gpu_set, cluster_topologies
 from gpuslice.topology import Topology
 
 

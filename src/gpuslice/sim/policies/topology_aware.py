@@ -6,9 +6,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gpuslice.sim.cluster import Binding, ClusterState
-from gpuslice.sim.model import MILLI, JobSpec, PodSpec
-from gpuslice.sim.policies.base import best_fitting, place_all
+from gpuslice.gpu.units import MILLI
+from gpuslice.sim.core.cluster import Binding, ClusterState
+from gpuslice.sim.core.model import JobSpec, PodSpec
+from gpuslice.sim.core.placement import best_fitting, place_all
 
 
 class TopologyAware:

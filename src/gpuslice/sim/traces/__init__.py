@@ -7,12 +7,12 @@ from pathlib import Path
 
 from gpuslice.sim.traces.adversarial import adversarial, build_adversarial
 from gpuslice.sim.traces.csv_format import load_trace, parse_trace, trace_to_text, write_trace
-from gpuslice.sim.traces.preemption import PreemptionTrace, build_preemption
-from gpuslice.sim.traces.sharing import SharingTrace, build_sharing
+from gpuslice.sim.traces.preemption import build_preemption
+from gpuslice.sim.traces.sharing import build_sharing
 from gpuslice.sim.traces.synthetic import DEFAULT_MIX, JobClass, SyntheticParams, generate
-from gpuslice.sim.traces.tenants import TenantTrace, build_tenants
-from gpuslice.sim.traces.topology import TopologyTrace, build_topology
-from gpuslice.sim.traces.trace import Trace, TraceError
+from gpuslice.sim.traces.tenants import build_tenants
+from gpuslice.sim.traces.topology import build_topology
+from gpuslice.sim.traces.trace import CheckpointCosts, NvlinkLinks, Trace, TraceError, TracePhysics
 from gpuslice.sim.traces.two_gang import build_two_gang, two_gang
 
 TraceBuilder = Callable[[int, Mapping[str, str]], Trace]
@@ -53,15 +53,14 @@ def resolve_trace(ref: str, seed: int = 0) -> Trace:
 __all__ = [
     "DEFAULT_MIX",
     "TRACES",
+    "CheckpointCosts",
     "JobClass",
-    "PreemptionTrace",
-    "SharingTrace",
+    "NvlinkLinks",
     "SyntheticParams",
-    "TenantTrace",
-    "TopologyTrace",
     "Trace",
     "TraceBuilder",
     "TraceError",
+    "TracePhysics",
     "adversarial",
     "generate",
     "load_trace",

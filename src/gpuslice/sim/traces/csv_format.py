@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from gpuslice.sim.clusters import parse_cluster
-from gpuslice.sim.model import JobSpec, PodSpec, SimModelError
+from gpuslice.sim.core.clusters import parse_cluster
+from gpuslice.sim.core.model import JobSpec, PodSpec, SimModelError
 from gpuslice.sim.traces.trace import Trace, TraceError
 
 FORMAT_VERSION = "1"

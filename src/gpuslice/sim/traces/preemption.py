@@ -10,19 +10,18 @@ interval=0, one drawn per job from 15, 30 and 60 min), each save takes `save` s 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpuslice.sim.checkpoint import NEVER, Checkpointing
-from gpuslice.sim.clusters import parse_cluster
-from gpuslice.sim.model import JobSpec, PodSpec
+from gpuslice.sim.core.clusters import parse_cluster
+from gpuslice.sim.core.model import JobSpec, PodSpec
+from gpuslice.sim.extensions.checkpoint import NEVER, Checkpointing
 from gpuslice.sim.traces.ext_common import log_uniform, log_uniform_mean, poisson_times, read_params
-from gpuslice.sim.traces.trace import Trace, TraceError
+from gpuslice.sim.traces.trace import CheckpointCosts, Trace, TraceError, TracePhysics
 
 HIGH, LOW = 100, 0
 PER_JOB_INTERVALS = (900.0, 1800.0, 3600.0)
-DEFAULTS: dict[str, int | float | str] = {
+PREEMPTION_DEFAULTS: dict[str, int | float | str] = {
     "nodes": 8,
     "hours": 24.0,
     "high_load": 0.25,  # GPUs the urgent jobs ask for on average, as a share of the cluster
@@ -33,21 +32,12 @@ DEFAULTS: dict[str, int | float | str] = {
 }
 
 
-@dataclass(frozen=True)
-class PreemptionTrace(Trace):
-    """A Trace plus how each job checkpoints (job id -> Checkpointing; absent: never)."""
-
-    checkpoints: Mapping[str, Checkpointing] = field(default_factory=dict)
-    save: float = 120.0
-    restore: float = 180.0
-
-
 def _pod(gpus: int) -> PodSpec:
     return PodSpec.of(gpus, cpu_milli=8_000 * gpus, memory_mib=64 * 1024 * gpus)
 
 
-def build_preemption(seed: int, params: Mapping[str, str]) -> PreemptionTrace:
-    values = read_params("preemption", params, DEFAULTS)
+def build_preemption(seed: int, params: Mapping[str, str]) -> Trace:
+    values = read_params("preemption", params, PREEMPTION_DEFAULTS)
     nodes, hours = int(values["nodes"]), float(values["hours"])
     if nodes < 1 or hours <= 0:
         raise TraceError("preemption: nodes and hours must be positive")
@@ -111,7 +101,7 @@ def build_preemption(seed: int, params: Mapping[str, str]) -> PreemptionTrace:
             )
             checkpoints[job_id] = NEVER
     jobs.sort(key=lambda job: (job.submit, job.job_id))
-    return PreemptionTrace(
+    return Trace(
         name="preemption",
         cluster=cluster,
         jobs=tuple(jobs),
@@ -122,7 +112,5 @@ def build_preemption(seed: int, params: Mapping[str, str]) -> PreemptionTrace:
             f"restore {restore:g} s; seed {seed}"
         ),
         cluster_text=cluster_text,
-        checkpoints=checkpoints,
-        save=save,
-        restore=restore,
+        physics=TracePhysics(checkpoints=CheckpointCosts(checkpoints, save, restore)),
     )

@@ -9,31 +9,23 @@ compute (the GPU work the jobs would do alone) as a share of the cluster.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpuslice.sim.clusters import parse_cluster
-from gpuslice.sim.model import JobSpec, PodSpec
+from gpuslice.gpu.units import GIB
+from gpuslice.sim.core.clusters import parse_cluster
+from gpuslice.sim.core.model import JobSpec, PodSpec
 from gpuslice.sim.traces.ext_common import log_uniform, log_uniform_mean, poisson_times, read_params
-from gpuslice.sim.traces.trace import Trace, TraceError
+from gpuslice.sim.traces.trace import Trace, TraceError, TracePhysics
 
-GIB = 1024
 # name, weight, compute fraction, GPU memory GiB
 INFERENCE = (("small", 0.35, 0.10, 6), ("medium", 0.30, 0.25, 16), ("large", 0.20, 0.40, 30), ("xl", 0.15, 0.50, 36))
 TRAINING = ((1, 0.4), (2, 0.3), (4, 0.2), (8, 0.1))
-DEFAULTS: dict[str, int | float | str] = {"nodes": 8, "jobs": 1500, "load": 0.9, "inference": 0.85}
+SHARING_DEFAULTS: dict[str, int | float | str] = {"nodes": 8, "jobs": 1500, "load": 0.9, "inference": 0.85}
 
 
-@dataclass(frozen=True)
-class SharingTrace(Trace):
-    """A Trace plus the GPU memory each fractional job needs (job id -> MiB)."""
-
-    gpu_memory: Mapping[str, int] = field(default_factory=dict)
-
-
-def build_sharing(seed: int, params: Mapping[str, str]) -> SharingTrace:
-    values = read_params("sharing", params, DEFAULTS)
+def build_sharing(seed: int, params: Mapping[str, str]) -> Trace:
+    values = read_params("sharing", params, SHARING_DEFAULTS)
     nodes, count, share = int(values["nodes"]), int(values["jobs"]), float(values["inference"])
     if nodes < 1 or count < 1 or not 0 <= share <= 1:
         raise TraceError("sharing: nodes and jobs must be at least 1, inference a share in [0, 1]")
@@ -72,7 +64,7 @@ def build_sharing(seed: int, params: Mapping[str, str]) -> SharingTrace:
                     job_id, float(submits[index]), round(float(train_duration[index]), 3), (pod,), tenant="training"
                 )
             )
-    return SharingTrace(
+    return Trace(
         name="sharing",
         cluster=cluster,
         jobs=tuple(jobs),
@@ -81,5 +73,5 @@ def build_sharing(seed: int, params: Mapping[str, str]) -> SharingTrace:
             f"{values['load']:g} on {cluster_text}; seed {seed}"
         ),
         cluster_text=cluster_text,
-        gpu_memory=memory,
+        physics=TracePhysics(gpu_memory=memory),
     )

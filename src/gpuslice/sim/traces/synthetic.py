@@ -8,8 +8,9 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from gpuslice.sim.clusters import parse_cluster
-from gpuslice.sim.model import MILLI, JobSpec, PodSpec
+from gpuslice.gpu.units import MILLI
+from gpuslice.sim.core.clusters import parse_cluster
+from gpuslice.sim.core.model import JobSpec, PodSpec
 from gpuslice.sim.traces.trace import Trace, TraceError
 
 CPU_MILLI_PER_GPU = 8_000

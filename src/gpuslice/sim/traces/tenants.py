@@ -10,30 +10,22 @@ tenant an equal dominant share (weighted DRF: nlp twice the others').
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpuslice.sim.clusters import parse_cluster
-from gpuslice.sim.model import JobSpec, PodSpec
+from gpuslice.gpu.units import GIB
+from gpuslice.sim.core.clusters import parse_cluster
+from gpuslice.sim.core.model import JobSpec, PodSpec
 from gpuslice.sim.traces.ext_common import log_uniform, poisson_times, read_params
-from gpuslice.sim.traces.trace import Trace, TraceError
+from gpuslice.sim.traces.trace import Trace, TraceError, TracePhysics
 
-GIB = 1024
-DEFAULTS: dict[str, int | float | str] = {"nodes": 8, "hours": 8.0, "burst": 24}
+TENANT_DEFAULTS: dict[str, int | float | str] = {"nodes": 8, "hours": 8.0, "burst": 24}
 WEIGHTS = {"vision": 1.0, "nlp": 2.0, "etl": 1.0}
 PRIORITIES = {"vision": 0, "nlp": 10, "etl": 0}
 
 
-@dataclass(frozen=True)
-class TenantTrace(Trace):
-    """A Trace plus the tenants' DRF weights."""
-
-    weights: Mapping[str, float] = field(default_factory=dict)
-
-
-def build_tenants(seed: int, params: Mapping[str, str]) -> TenantTrace:
-    values = read_params("tenants", params, DEFAULTS)
+def build_tenants(seed: int, params: Mapping[str, str]) -> Trace:
+    values = read_params("tenants", params, TENANT_DEFAULTS)
     nodes, hours, burst = int(values["nodes"]), float(values["hours"]), int(values["burst"])
     if nodes < 1 or hours <= 0:
         raise TraceError("tenants: nodes and hours must be positive")
@@ -86,7 +78,7 @@ def build_tenants(seed: int, params: Mapping[str, str]) -> TenantTrace:
     add("etl", "etl", etl_submit, log_uniform(rng, 3600, 7200, etl_count), [etl_pod] * etl_count)
 
     jobs.sort(key=lambda job: (job.submit, job.job_id))
-    return TenantTrace(
+    return Trace(
         name="tenants",
         cluster=cluster,
         jobs=tuple(jobs),
@@ -95,5 +87,5 @@ def build_tenants(seed: int, params: Mapping[str, str]) -> TenantTrace:
             f"priority 10, weight 2), etl (no GPU, 48 cores each); seed {seed}"
         ),
         cluster_text=cluster_text,
-        weights=dict(WEIGHTS),
+        physics=TracePhysics(tenant_weights=dict(WEIGHTS)),
     )

@@ -10,19 +10,18 @@ of 2 x 2 and 8 GPUs as a gang of 2 x 4, Poisson arrivals at offered load `load`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from gpuslice.discovery import NodeSpecError, parse_node_spec
-from gpuslice.sim.model import ClusterSpec, JobSpec, PodSpec, SimNode
-from gpuslice.sim.nvlink import Penalties
+from gpuslice.sim.core.model import ClusterSpec, JobSpec, PodSpec, SimNode
+from gpuslice.sim.extensions.nvlink import Penalties
 from gpuslice.sim.traces.ext_common import log_uniform, log_uniform_mean, poisson_times, read_params
-from gpuslice.sim.traces.trace import Trace, TraceError
+from gpuslice.sim.traces.trace import NvlinkLinks, Trace, TraceError, TracePhysics
 from gpuslice.topology import Topology, topology_from_spec
 
-DEFAULTS: dict[str, int | float | str] = {
+TOPOLOGY_DEFAULTS: dict[str, int | float | str] = {
     "node": "dgx1-v100",
     "nodes": 16,
     "island": 4,
@@ -65,14 +64,6 @@ NODE_KINDS: dict[str, dict[str, Any]] = {
 }
 
 
-@dataclass(frozen=True)
-class TopologyTrace(Trace):
-    """A Trace plus each node's GPU topology (aligned with cluster.nodes) and the slowdown penalties."""
-
-    topologies: tuple[Topology, ...] = ()
-    penalties: Penalties = field(default_factory=Penalties)
-
-
 def topology_cluster(kind: str, nodes: int, island: int) -> tuple[ClusterSpec, tuple[Topology, ...]]:
     """`nodes` nodes of one kind (see NODE_KINDS), `island` nodes per node island, with their topologies."""
     if kind not in NODE_KINDS:
@@ -93,8 +84,8 @@ def topology_cluster(kind: str, nodes: int, island: int) -> tuple[ClusterSpec, t
     return ClusterSpec(tuple(built), description=f"{nodes}x{kind};island={island}"), tuple(topologies)
 
 
-def build_topology(seed: int, params: Mapping[str, str]) -> TopologyTrace:
-    values = read_params("topology", params, DEFAULTS)
+def build_topology(seed: int, params: Mapping[str, str]) -> Trace:
+    values = read_params("topology", params, TOPOLOGY_DEFAULTS)
     nodes, island, count = int(values["nodes"]), int(values["island"]), int(values["jobs"])
     if nodes < 1 or island < 1 or count < 1:
         raise TraceError("topology: nodes, island and jobs must be at least 1")
@@ -117,7 +108,7 @@ def build_topology(seed: int, params: Mapping[str, str]) -> TopologyTrace:
                 f"job-{index:05d}", float(submits[index]), round(float(durations[index]), 3), (pod,) * pods, gang=gang
             )
         )
-    return TopologyTrace(
+    return Trace(
         name="topology",
         cluster=cluster,
         jobs=tuple(jobs),
@@ -126,6 +117,5 @@ def build_topology(seed: int, params: Mapping[str, str]) -> TopologyTrace:
             f"NVLink ring runs {penalties.split:g} longer, one across nodes {penalties.node:g}; seed {seed}"
         ),
         cluster_text="",
-        topologies=topologies,
-        penalties=penalties,
+        physics=TracePhysics(nvlink=NvlinkLinks(topologies, penalties)),
     )

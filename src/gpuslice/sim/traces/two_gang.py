@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gpuslice.sim.clusters import parse_cluster
-from gpuslice.sim.model import JobSpec, PodSpec
+from gpuslice.sim.core.clusters import parse_cluster
+from gpuslice.sim.core.model import JobSpec, PodSpec
 from gpuslice.sim.traces.trace import Trace, TraceError
 
 

@@ -1,0 +1,184 @@
+"""Cluster state for the openb simulator: per-node arrays in tie order plus interned node states.
+
+A node's *state* is (GPU model, free CPU, free GPU milli sorted high to low). Fragmentation and FGD's
+score depend only on the state, and the 1,213 nodes share states massively (all idle T4 nodes are one
+state), so everything derived from a state is computed once and cached by state id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from gpuslice.fgd.frag import TaskArrays
+from gpuslice.fgd.trace import NodeTable
+from gpuslice.gpu.units import MILLI
+
+IntArray = npt.NDArray[np.int64]
+
+
+class StateTable:
+    """Interned node states. Row `sid` of `packed` holds [model, cpu, total free, Σ_m w_m F_n(m), free milli per
+    GPU slot (high to low), per-task fitting milli, per-task fitting GPU count]; everything after the GPU
+    slots is derived, filled in batches by `ensure` when first needed."""
+
+    MODEL, CPU, TOTAL, FRAG = 0, 1, 2, 3
+
+    def __init__(self, tasks: TaskArrays, slots: int, capacity: int = 4096) -> None:
+        self.tasks = tasks
+        self.slots = slots
+        ntasks = len(tasks.weight)
+        self.gpu_cols = slice(4, 4 + slots)
+        self.big_cols = slice(4 + slots, 4 + slots + ntasks)
+        self.count_cols = slice(4 + slots + ntasks, 4 + slots + 2 * ntasks)
+        self.size = 0
+        self._index: dict[tuple[int, int, tuple[int, ...]], int] = {}
+        self.packed = np.zeros((capacity, 4 + slots + 2 * ntasks), dtype=np.int64)
+        self.ready = np.zeros(capacity, dtype=bool)
+
+    @property
+    def capacity(self) -> int:
+        return len(self.ready)
+
+    def intern(self, model: int, cpu: int, gpus_desc: tuple[int, ...]) -> int:
+        """The id of this state (gpus_desc: free milli per GPU slot, high to low, padded with 0)."""
+        key = (model, cpu, gpus_desc)
+        sid = self._index.get(key)
+        if sid is not None:
+            return sid
+        sid = self.size
+        if sid == self.capacity:
+            self.packed = np.concatenate([self.packed, np.zeros_like(self.packed)])
+            self.ready = np.concatenate([self.ready, np.zeros_like(self.ready)])
+        row = self.packed[sid]
+        row[self.MODEL] = model
+        row[self.CPU] = cpu
+        row[self.gpu_cols] = gpus_desc
+        self._index[key] = sid
+        self.size += 1
+        return sid
+
+    def ensure(self, sids: IntArray) -> None:
+        """Compute the derived columns of the states among `sids` that lack them (vectorised)."""
+        todo = sids[~self.ready[sids]]
+        if len(todo):
+            self.packed[todo] = self._derive(self.packed[todo])
+            self.ready[todo] = True
+
+    def rows(self, sids: IntArray) -> IntArray:
+        """The packed rows of `sids`, derived columns included (one gather when they are already known)."""
+        rows = self.packed[sids]
+        missing = ~self.ready[sids]
+        if missing.any():
+            rows[missing] = self._derive(rows[missing])
+            self.packed[sids[missing]] = rows[missing]
+            self.ready[sids[missing]] = True
+        return rows
+
+    def _derive(self, rows: IntArray) -> IntArray:
+        gpus = rows[:, self.gpu_cols]
+        big, count = self.tasks.fitting(gpus)
+        total = gpus.sum(axis=1)
+        model = np.maximum(rows[:, self.MODEL], 0)  # a node without GPUs has no free GPU: fragment 0
+        rows[:, self.TOTAL] = total
+        rows[:, self.FRAG] = self.tasks.weighted_fragment(model, rows[:, self.CPU], total, big, count)
+        rows[:, self.big_cols] = big
+        rows[:, self.count_cols] = count
+        return rows
+
+    def frag(self, sids: IntArray) -> IntArray:
+        """Σ_m w_m F_n(m) of each state."""
+        self.ensure(sids)
+        return np.asarray(self.packed[sids, self.FRAG], dtype=np.int64)
+
+
+class OpenbCluster:
+    """Free resources of every node, indexed by tie rank (index 0 = smallest random prefix = wins ties).
+
+    numpy arrays serve the vectorised policies; Python lists mirror the per-node values that the
+    placement loop reads and writes one at a time (cheaper than numpy scalar access).
+    """
+
+    def __init__(self, nodes: NodeTable, tie_order: Sequence[int] | IntArray, tasks: TaskArrays) -> None:
+        order = np.asarray(tie_order, dtype=np.int64)
+        self.n = len(order)
+        self.slots = max(1, int(nodes.gpus.max()))
+        self.names = [nodes.names[i] for i in order.tolist()]
+        self.model = nodes.model[order].copy()
+        self.model_bit = np.where(self.model >= 0, np.left_shift(1, np.maximum(self.model, 0)), 0).astype(np.int64)
+        self.all_models = (1 << len(nodes.models)) - 1
+        self.gpus = nodes.gpus[order].copy()
+        self.cpu = nodes.cpu[order].copy()
+        self.memory = nodes.memory[order].copy()
+        self.capacity_milli = int(self.gpus.sum()) * MILLI
+        slot = np.arange(self.slots)
+        self.gpu_free = np.where(slot[None, :] < self.gpus[:, None], MILLI, 0).astype(np.int64)
+        self.gpu_sorted = self.gpu_free.copy()  # free milli per GPU, high to low
+        self.free_total = self.gpus * MILLI
+        self.full_count = self.gpus.copy()
+        self.gpu_rows: list[list[int]] = self.gpu_free.tolist()
+        self.cpu_list: list[int] = self.cpu.tolist()
+        self.memory_list: list[int] = self.memory.tolist()
+        self.model_list: list[int] = self.model.tolist()
+        self.states = StateTable(tasks, self.slots)
+        self.state = np.array(
+            [
+                self.states.intern(m, c, tuple(r))
+                for m, c, r in zip(self.model_list, self.cpu_list, self.gpu_rows, strict=True)
+            ],
+            dtype=np.int64,
+        )
+        self.state_list: list[int] = self.state.tolist()
+        self.sorted_keys: list[tuple[int, ...]] = [tuple(r) for r in self.gpu_rows]
+        self.allocated_milli = 0
+
+    def feasible(self, cpu: int, memory: int, num_gpu: int, gpu_milli: int, mask: int) -> npt.NDArray[np.bool_]:
+        """Filter (reference §4): CPU and memory fit; a GPU pod needs an allowed model and num_gpu GPUs
+        each with free >= gpu_milli."""
+        ok = (self.cpu >= cpu) & (self.memory >= memory)
+        if num_gpu:
+            if num_gpu > self.slots:
+                return np.zeros(self.n, dtype=bool)
+            ok &= self.gpu_sorted[:, num_gpu - 1] >= gpu_milli
+            if mask != self.all_models:
+                ok &= (self.model_bit & mask) != 0
+        return ok
+
+    def bind(self, node: int, gpu_ids: Sequence[int], cpu: int, memory: int, gpu_milli: int) -> None:
+        row = self.gpu_rows[node]
+        for gpu in gpu_ids:
+            if row[gpu] < gpu_milli:
+                raise ValueError(f"node {self.names[node]} GPU {gpu} has {row[gpu]} milli free, pod needs {gpu_milli}")
+            row[gpu] -= gpu_milli
+        cpu_left = self.cpu_list[node] - cpu
+        memory_left = self.memory_list[node] - memory
+        if cpu_left < 0 or memory_left < 0:
+            raise ValueError(f"node {self.names[node]} cannot hold {cpu} milli-CPU and {memory} MiB")
+        self.cpu_list[node] = cpu_left
+        self.memory_list[node] = memory_left
+        self.cpu[node] = cpu_left
+        self.memory[node] = memory_left
+        if gpu_ids:
+            ordered = sorted(row, reverse=True)
+            self.gpu_free[node] = row
+            self.gpu_sorted[node] = ordered
+            self.free_total[node] = sum(row)
+            self.full_count[node] = row.count(MILLI)
+            key = tuple(ordered)
+            self.sorted_keys[node] = key
+        else:
+            key = self.sorted_keys[node]
+        sid = self.states.intern(self.model_list[node], cpu_left, key)
+        self.state_list[node] = sid
+        self.state[node] = sid
+        self.allocated_milli += gpu_milli * len(gpu_ids)
+
+    def fragment_weighted(self) -> int:
+        """Σ_n Σ_m w_m F_n(m) over all nodes now."""
+        return int(self.states.frag(self.state).sum())
+
+    def fragment_milli(self) -> float:
+        """Cluster fragmentation F_N(M) in milli-GPU."""
+        return self.fragment_weighted() / self.states.tasks.total_weight

@@ -1,0 +1,34 @@
+"""The one way the project draws a figure into a file: headless matplotlib, one row of axes, saved and closed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+
+@contextmanager
+def figure_file(
+    path: str | Path, columns: int = 1, size: tuple[float, float] = (13, 4.8)
+) -> Iterator[tuple[Figure, list[Axes]]]:
+    """Yield a figure with `columns` axes side by side; on leaving, lay it out and write it to `path`
+    (parent folders created, 110 dpi, format from the suffix). The figure is closed either way."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: figures only ever go to files
+    import matplotlib.pyplot as plt
+
+    figure, grid = plt.subplots(1, columns, figsize=size, squeeze=False)
+    try:
+        yield figure, list(grid[0])
+        figure.tight_layout()
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(target, dpi=110)
+    finally:
+        plt.close(figure)

@@ -1,0 +1,59 @@
+"""A job's life in one simulation: where its pods are bound, when they started and ended."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from gpuslice.sim.core.cluster import Binding
+from gpuslice.sim.core.model import JobSpec
+
+
+class JobStatus(enum.Enum):
+    WAITING = "waiting"  # submitted, not every pod started yet (may hold some bound pods)
+    RUNNING = "running"  # every pod started
+    DONE = "done"
+    REJECTED = "rejected"  # cannot fit even on the empty cluster
+    DEADLOCKED = "deadlocked"  # holds pods that can never be joined by the rest (see deadlock.py)
+
+
+@dataclass(slots=True, eq=False)
+class JobRun:
+    spec: JobSpec
+    seq: int
+    bound: list[Binding | None]
+    pod_start: list[float | None]
+    status: JobStatus = JobStatus.WAITING
+    epoch: int = 0
+    started_pods: int = 0
+    finished_pods: int = 0
+    start_time: float | None = None  # when the last of its pods started
+    end_time: float | None = None
+    cross_island: bool = False  # a gang that ran spread over more than one NVLink island
+    slowdown: float = 1.0  # run time stretch of its current run (cross-island penalty)
+    evictions: int = 0
+    deadlocked_at: float | None = None
+    extra: dict[str, float] = field(default_factory=dict)  # room for extensions (checkpoint progress, ...)
+
+    @classmethod
+    def new(cls, spec: JobSpec, seq: int) -> JobRun:
+        count = len(spec.pods)
+        return cls(spec, seq, [None] * count, [None] * count)
+
+    @property
+    def bound_count(self) -> int:
+        return sum(binding is not None for binding in self.bound)
+
+    @property
+    def holds_partial_gang(self) -> bool:
+        """A gang job with some but not all pods bound: it holds capacity without running."""
+        bound = self.bound_count
+        return self.spec.gang and 0 < bound < len(self.bound)
+
+    @property
+    def wait(self) -> float | None:
+        return None if self.start_time is None else self.start_time - self.spec.submit
+
+    @property
+    def completion_time(self) -> float | None:
+        return None if self.end_time is None else self.end_time - self.spec.submit

@@ -1,0 +1,1 @@
+"""Experiments: named run variants and comparisons of them on one trace."""

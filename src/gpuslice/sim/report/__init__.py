@@ -1,0 +1,1 @@
+"""Presenting results: tables, JSON, plots."""

@@ -1,0 +1,13 @@
+"""The FGD reproduction on the default openb trace gives exactly the committed per-seed numbers."""
+
+from __future__ import annotations
+
+import json
+
+from gpuslice.fgd.engine import Workload
+from tests.fgd.golden import GOLDEN_FILE, golden_numbers
+
+
+def test_per_seed_results_match_the_golden_file(default_workload: Workload) -> None:
+    expected = json.loads(GOLDEN_FILE.read_text())
+    assert golden_numbers(default_workload) == expected
