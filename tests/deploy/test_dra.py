@@ -99,3 +99,12 @@ def test_the_mps_example_decodes_as_our_config() -> None:
     assert config["opaque"]["driver"] == DRIVER
     decoded = decode_parameters(config["opaque"]["parameters"])
     assert decoded.sharing is not None and decoded.sharing.mps.default_active_thread_percentage == 25
+
+
+def test_the_daemonset_uses_only_flags_the_command_has(objects: list[dict[str, Any]]) -> None:
+    plugin = container(find(objects, "DaemonSet", "gpuslice-dra-plugin"))
+    help_text = CliRunner().invoke(dra, ["--help"]).output
+    flags = [arg for arg in plugin["args"][1:] if arg.startswith("--")]
+    assert flags and all(flag in help_text for flag in flags)
+    envs = {env["name"] for env in plugin["env"]}
+    assert {"NODE_NAME", "DRIVER_NAME", "CONFIG_FILE"} <= envs  # read by `gpuslice dra` (envvar= in its options)

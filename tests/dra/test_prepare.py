@@ -49,6 +49,11 @@ def test_claim_configs_override_class_configs_and_other_drivers_are_ignored() ->
         ({"metadata": {"uid": "other"}}, "replaced"),
         ({"metadata": {"uid": "u1"}, "status": {}}, "is not allocated"),
         (allocated("u1", []), "has no device of driver"),
+        (allocated("u1", [f"gpu-{i}" for i in range(33)]), "at most 32"),
+        (
+            allocated("u1", ["gpu-0"], [opaque({"apiVersion": "resource.nvidia.com/v1beta1", "x": "y" * 11000})]),
+            "at most 10240 are allowed",
+        ),
     ],
 )
 def test_unusable_claims_are_refused_by_name(claim: dict[str, Any], message: str) -> None:
