@@ -15,7 +15,7 @@ RECORD = ClaimRecord(
     name="one",
     state="PrepareCompleted",
     devices=(PreparedDevice(("gpu",), "node-a", "gpu-3-mig-3g40gb-9-0", ("k8s.gpu.gpuslice.io/claim=u-1-gpu-3",)),),
-    migs=(CreatedMig("gpu-3-mig-3g40gb-9-0", 3, "GPU-x", "3g.40gb", 0, 1, 0, "MIG-y"),),
+    migs=(CreatedMig("gpu-3-mig-3g40gb-9-0", 3, "GPU-x", "3g.40gb", 0, 1, 0, "MIG-y", 417, 418),),
     env={"A": "b"},
     mounts=(("/tmp/nvidia-mps", "/host/pipe"),),
     isolation="strong isolation (MIG partition)",

@@ -100,9 +100,11 @@ def test_dynamic_mig_counters_decide_what_fits(cluster: Cluster) -> None:
     records = cluster.node.checkpoint()["claims"]
     created = [mig for record in records.values() for mig in record["migs"]]
     assert sorted(mig["start"] for mig in created) == [0, 4]
-    spec = cluster.spec(kubelet.claim("big-1")["metadata"]["uid"])  # type: ignore[index]
-    paths = [node["path"] for node in spec["devices"][0]["containerEdits"]["deviceNodes"]]
-    assert paths[0] == "/dev/nvidia3" and all(p.startswith("/dev/nvidia-caps/nvidia-cap") for p in paths[1:])
+    big_1 = kubelet.claim("big-1")["metadata"]["uid"]  # type: ignore[index]
+    paths = [node["path"] for node in cluster.spec(big_1)["devices"][0]["containerEdits"]["deviceNodes"]]
+    (mig,) = records[big_1]["migs"]
+    caps = [f"/dev/nvidia-caps/nvidia-cap{mig['gi_cap_minor']}", f"/dev/nvidia-caps/nvidia-cap{mig['ci_cap_minor']}"]
+    assert paths == ["/dev/nvidia3", *caps], "the nodes of the instance the MIG control created"
     assert kubelet.delete_pod("pod-big-2") == {}
     small = kubelet.admit("pod-small", ["small"]).claims["small"][0].device
     freed = 4 if second.endswith("-4") else 0

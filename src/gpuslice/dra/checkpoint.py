@@ -47,6 +47,8 @@ class CreatedMig:
     gi: int
     ci: int
     uuid: str
+    gi_cap_minor: int  # /dev/nvidia-caps/nvidia-cap<minor> of the GI and of the CI, as the control reported them
+    ci_cap_minor: int
 
 
 @dataclass(frozen=True)

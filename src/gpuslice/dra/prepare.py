@@ -121,20 +121,17 @@ class Preparer:
         if control is None:
             return record
         migs = []
-        changed = False
         for created in record.migs:
             listed = control.live_instances([created.gpu_index])
             if listed is None:  # this control cannot tell: trust the record
                 migs.append(created)
                 continue
-            found = {(m.gi, m.ci): m for m in listed}.get((created.gi, created.ci))
-            if found is not None and found.placement_start == created.start:
-                migs.append(created)
-                continue
-            mig = control.create(created.gpu_index, created.profile, created.start)
-            migs.append(replace(created, gi=mig.gi, ci=mig.ci, uuid=mig.uuid))
-            changed = True
-        if not changed:
+            mig = {(m.gi, m.ci): m for m in listed}.get((created.gi, created.ci))
+            if mig is None or mig.placement_start != created.start:
+                mig = control.create(created.gpu_index, created.profile, created.start)
+            migs.append(replace(created, gi=mig.gi, ci=mig.ci, uuid=mig.uuid, gi_cap_minor=mig.gi_cap_minor,
+                                ci_cap_minor=mig.ci_cap_minor))  # fmt: skip
+        if tuple(migs) == record.migs:
             return record
         updated = replace(record, migs=tuple(migs))
         self._write_spec(updated)
@@ -233,7 +230,7 @@ class Preparer:
                 raise ClaimError(f"claim {ref}: device {entry.device}: this backend cannot create MIG devices")
             mig = control.create(device.gpu.index, device.placement.profile.name, device.placement.start)
             created = CreatedMig(entry.device, device.gpu.index, device.gpu.uuid, mig.profile, mig.placement_start,
-                                 mig.gi, mig.ci, mig.uuid)  # fmt: skip
+                                 mig.gi, mig.ci, mig.uuid, mig.gi_cap_minor, mig.ci_cap_minor)  # fmt: skip
             record = self._update(replace(record, migs=(*record.migs, created)))
         env, mounts, isolations = {}, [], []
         mps_gpus: dict[str, Gpu] = {}
@@ -385,13 +382,5 @@ def _mig_of(device: DraDevice, created: CreatedMig | None) -> MigInstance | None
         return device.mig
     planned = device.advertised.mig
     assert planned is not None
-    # The created device's capabilities follow NVIDIA's minor numbering of GI/CI access files.
-    minor = device.gpu.device_minor
-    return replace(
-        planned,
-        uuid=created.uuid,
-        gi=created.gi,
-        ci=created.ci,
-        gi_cap_minor=3 + minor * 135 + created.gi * 9,
-        ci_cap_minor=4 + minor * 135 + created.gi * 9 + created.ci,
-    )
+    return replace(planned, uuid=created.uuid, gi=created.gi, ci=created.ci, gi_cap_minor=created.gi_cap_minor,
+                   ci_cap_minor=created.ci_cap_minor)  # fmt: skip
