@@ -39,6 +39,7 @@ CASES = {
     "dynamic": ["--node-spec", "dynamic", "--config", "dynamic"],
     "dynamic-v1beta1": ["--node-spec", "dynamic", "--config", "dynamic", "--resource-api-version", "v1beta1"],
     "dynamic-v1beta2": ["--node-spec", "dynamic", "--config", "dynamic", "--resource-api-version", "v1beta2"],
+    "nvidia-driver-name": ["--node-spec", "preset:h100x4", "--driver-name", "gpu.nvidia.com"],
     "dynamic-split": ["--node-spec", "dynamic", "--config", "dynamic", "--counter-layout", "split"],
 }
 CONFIGS = {
@@ -206,3 +207,10 @@ def test_split_layout_keeps_counter_sets_apart_from_devices(printed: dict[str, l
     (counters,) = [s for s in slices if s["spec"].get("sharedCounters")]
     assert [c["name"] for c in counters["spec"]["sharedCounters"]] == ["gpu-0-counter-set"]
     assert _devices(slices).keys() == _devices(printed["dynamic"]).keys()
+
+
+def test_nvidias_driver_name_is_accepted_with_nvidias_cdi_kind(printed: dict[str, list[dict[str, Any]]]) -> None:
+    from gpuslice.dra.cdi import cdi_id
+
+    assert {s["spec"]["driver"] for s in printed["nvidia-driver-name"]} == {"gpu.nvidia.com"}
+    assert cdi_id("gpu.nvidia.com", "7e0c", "gpu-0") == "k8s.gpu.nvidia.com/claim=7e0c-gpu-0"
