@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gpuslice.discovery import RecordingMigControl
-from gpuslice.dra import DraSettings, InMemoryResourceApi, prepare_setup
+from gpuslice.dra import ApiError, DraSettings, InMemoryResourceApi, prepare_setup
 from gpuslice.dra.app import DraApp
 from gpuslice.dra.claims import ClaimError, ClaimRef, allocation_for
 from gpuslice.dra.publish import SliceController
@@ -147,3 +147,16 @@ def test_claim_specs_carry_the_drivers_files_and_hooks(tmp_path: Path) -> None:
     edits = json.loads(Path(record.cdi_spec).read_text())["containerEdits"]
     assert any(m["containerPath"].endswith("libcuda.so.550.127.08") for m in edits["mounts"])
     assert any("update-ldcache" in hook["args"] for hook in edits["hooks"])
+
+
+def test_an_api_server_that_is_not_there_yet_is_waited_for(app: DraApp) -> None:
+    api = app.api
+    assert isinstance(api, InMemoryResourceApi)
+    api.served = ()
+    controller = SliceController(api, app.pool_spec, app.published_devices)
+    with pytest.raises(ApiError):
+        controller.sync()
+    controller.delete_all()  # nothing was published: nothing to delete, and no error
+    api.served = ("v1beta1",)
+    assert controller.sync() and controller.pool.api_version == "v1beta1"
+    assert all(obj["apiVersion"] == "resource.k8s.io/v1beta1" for obj in api.slices.values())

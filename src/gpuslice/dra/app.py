@@ -177,7 +177,7 @@ class DraApp:
             _NODE_WORKERS,
             "dra-node",
         )
-        self.slices = SliceController(self.api, self.pool_spec(), self.published_devices, self.settings.resync_s)
+        self.slices = SliceController(self.api, self.pool_spec, self.published_devices, self.settings.resync_s)
         try:
             self.slices.sync()
         except ApiError as exc:

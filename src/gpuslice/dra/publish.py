@@ -37,12 +37,14 @@ class SliceController:
     def __init__(
         self,
         api: ResourceApi,
-        pool: PoolSpec,
+        pool: PoolSpec | Callable[[], PoolSpec],
         devices: Callable[[], Sequence[DraDevice]],
         resync_s: float = DEFAULT_RESYNC_S,
     ) -> None:
         self.api = api
-        self.pool = pool
+        # A callable is asked on first use (it may need the API server, which may not be up yet).
+        self._pool: PoolSpec | None = pool if isinstance(pool, PoolSpec) else None
+        self._resolve_pool = None if isinstance(pool, PoolSpec) else pool
         self.devices = devices
         self.resync_s = resync_s
         self.generation = 0
@@ -51,6 +53,13 @@ class SliceController:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    @property
+    def pool(self) -> PoolSpec:
+        if self._pool is None:
+            assert self._resolve_pool is not None
+            self._pool = self._resolve_pool()
+        return self._pool
 
     def sync(self) -> bool:
         """Make the server's slices match the devices; True when something was written."""
@@ -76,7 +85,7 @@ class SliceController:
                     raise
                 # A 1.35+ API server: counter sets go in slices of their own. Start over in that layout.
                 log.info("the API server wants counter sets apart from devices; publishing them split")
-                self.pool = replace(self.pool, counter_layout="split")
+                self._pool = replace(self.pool, counter_layout="split")
                 wanted = build_slices(self.pool, self.devices(), self.generation)
                 for obj in wanted:
                     self.api.apply_slice(obj)
@@ -96,6 +105,8 @@ class SliceController:
     def delete_all(self) -> None:
         """Remove every slice of our pool (clean shutdown: the devices are no longer offered)."""
         with self._lock:
+            if self._pool is None:
+                return  # never resolved, so never published
             for obj in self.api.list_slices(self.pool.driver, self.pool.node_name):
                 self.api.delete_slice(obj["metadata"]["name"])
             log.info("deleted the ResourceSlices of pool %s", self.pool.node_name)
