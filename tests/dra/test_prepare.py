@@ -11,7 +11,7 @@ import pytest
 from gpuslice.discovery import RecordingMigControl
 from gpuslice.dra import ApiError, DraSettings, InMemoryResourceApi, prepare_setup
 from gpuslice.dra.app import DraApp
-from gpuslice.dra.claims import ClaimError, ClaimRef, allocation_for
+from gpuslice.dra.claims import ClaimPrepareError, ClaimRef, allocation_for
 from gpuslice.dra.publish import SliceController
 from gpuslice.mps import FakeMpsControl
 from tests.dra.support import DRIVER, NODE, NODE_SPEC, gpu_config
@@ -57,7 +57,7 @@ def test_claim_configs_override_class_configs_and_other_drivers_are_ignored() ->
     ],
 )
 def test_unusable_claims_are_refused_by_name(claim: dict[str, Any], message: str) -> None:
-    with pytest.raises(ClaimError, match=message):
+    with pytest.raises(ClaimPrepareError, match=message):
         allocation_for(claim, ClaimRef("default", "c-u1", "u1"), DRIVER)
 
 
@@ -82,7 +82,7 @@ def test_a_failed_step_undoes_the_earlier_ones(app: DraApp) -> None:
     mig = app.parts.mig
     assert isinstance(mig, RecordingMigControl)
     assert len(mig.live_instances([3])) == 1
-    with pytest.raises(ClaimError, match="MPS daemon"):
+    with pytest.raises(ClaimPrepareError, match="MPS daemon"):
         app.preparer.prepare(ClaimRef("default", "c-u2", "u2"), 10)
     assert set(app.preparer.records()) == {"u1"}, "the failed claim leaves no record"
     assert not list(app.settings.cdi_dir.glob("*u2*"))
@@ -104,7 +104,7 @@ def test_unhealthy_devices_leave_the_pool_and_cannot_be_prepared(app: DraApp) ->
     assert "gpu-0" not in names and "gpu-1" in names
     assert not controller.sync(), "nothing changed: nothing written"
     api.put_claim(allocated("u3", ["gpu-0"]))
-    with pytest.raises(ClaimError, match="unhealthy"):
+    with pytest.raises(ClaimPrepareError, match="unhealthy"):
         app.preparer.prepare(ClaimRef("default", "c-u3", "u3"), 10)
     controller.delete_all()
     assert api.slices == {}
@@ -114,7 +114,7 @@ def test_no_time_left_means_nothing_is_done(app: DraApp) -> None:
     api = app.api
     assert isinstance(api, InMemoryResourceApi)
     api.put_claim(allocated("u4", ["gpu-3-mig-1g10gb-19-0"]))
-    with pytest.raises(ClaimError, match="ran out of time"):
+    with pytest.raises(ClaimPrepareError, match="ran out of time"):
         app.preparer.prepare(ClaimRef("default", "c-u4", "u4"), 0)
     assert app.preparer.records() == {}
 

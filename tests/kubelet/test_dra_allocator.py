@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gpuslice.kubelet.dra_allocator import AllocationError, allocate
+from gpuslice.kubelet.dra_allocator import UnallocatableClaim, allocate
 from gpuslice.kubelet.dra_cel import CelError, compile_selector, device_view
 
 DRIVER = "gpu.example.com"
@@ -164,5 +164,5 @@ def test_only_the_newest_complete_generation_counts() -> None:
     ],
 )
 def test_claims_that_can_never_fit_say_why(claim: dict[str, Any], message: str) -> None:
-    with pytest.raises(AllocationError, match=message):
+    with pytest.raises(UnallocatableClaim, match=message):
         allocate(claim, CLASSES, [_slice([_device("gpu-0")])], [], "node-a")

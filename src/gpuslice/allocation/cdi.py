@@ -12,6 +12,8 @@ from gpuslice.fsutil import atomic_write_text
 from gpuslice.gpu import Gpu, MigInstance, Node
 
 CDI_VENDOR = "k8s.device-plugin.nvidia.com"
+# The extra features a CDI spec of its own serves, and the env var that turns each on in the container.
+FEATURE_ENVS = {"gdrcopy": "NVIDIA_GDRCOPY", "gds": "NVIDIA_GDS", "mofed": "NVIDIA_MOFED"}
 GPU_KIND = f"{CDI_VENDOR}/gpu"
 IMEX_KIND = f"{CDI_VENDOR}/imex-channel"
 DEFAULT_CDI_DIR = "/var/run/cdi"

@@ -11,6 +11,7 @@ from typing import Any
 from gpuslice.allocation.cdi import (
     CDI_VENDOR,
     CONTROL_NODES,
+    FEATURE_ENVS,
     GPU_SPEC_FILE,
     IMEX_SPEC_FILE,
     CdiError,
@@ -27,7 +28,6 @@ from gpuslice.discovery.driver_files import DriverFiles, discover_driver_files, 
 from gpuslice.gpu import Node
 
 FEATURES = ("gdrcopy", "gds", "mofed")
-FEATURE_ENVS = {"gdrcopy": "NVIDIA_GDRCOPY", "gds": "NVIDIA_GDS", "mofed": "NVIDIA_MOFED"}
 
 
 def feature_kind(feature: str) -> str:

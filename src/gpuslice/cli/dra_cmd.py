@@ -79,7 +79,7 @@ def dra(
     log = logging.getLogger("gpuslice.dra")
     from gpuslice.dra.checkpoint import ClaimCheckpoint
     from gpuslice.dra.names import CHECKPOINT_NAME, plugin_dir
-    from gpuslice.dra.setup import SetupError, prepare_setup
+    from gpuslice.dra.setup import DraSetupError, prepare_setup
     from gpuslice.dra.slices import PoolSpec, build_slices
 
     try:
@@ -90,7 +90,7 @@ def dra(
         claimed = _claimed_gpus(checkpoint.path)
         setup = prepare_setup(backend, node_spec, config_file, node_name, nvidia_overrides(nvidia, os.environ),
                               claimed_gpus=claimed)  # fmt: skip
-    except (SetupError, DriverNameError) as exc:
+    except (DraSetupError, DriverNameError) as exc:
         click.echo(f"gpuslice dra: error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     for warning in setup.warnings:

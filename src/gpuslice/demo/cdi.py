@@ -11,9 +11,9 @@ from gpuslice.discovery.driver_files_fake import build_fake_driver_root
 from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin.app import AppOptions, PluginApp
 
-CONFIG = "flags:\n  plugin:\n    deviceListStrategy: cdi-cri\n"
+CDI_CRI_CONFIG = "flags:\n  plugin:\n    deviceListStrategy: cdi-cri\n"
 HOST_DRIVER_ROOT = "/run/nvidia/driver"  # the host path the spec names; the fake root stands for its mount
-POD = "cdi-1"
+CDI_POD = "cdi-1"
 _LABEL = 14
 _SHOWN_MOUNTS = 3
 
@@ -39,7 +39,7 @@ def run_cdi_part(directory: Path) -> CdiPart:
     node = load_node_spec("preset:h100x4").node
     root = build_fake_driver_root(directory / "driver-root", version=node.driver_version)
     config_file = directory / "config.yaml"
-    config_file.write_text(CONFIG)
+    config_file.write_text(CDI_CRI_CONFIG)
     cdi_dir = directory / "cdi"
     part = CdiPart(
         node=f"{node.name} (preset h100x4), NVML driver {node.driver_version}",
@@ -59,7 +59,7 @@ def run_cdi_part(directory: Path) -> CdiPart:
         with PluginApp(options) as app:
             resource = app.plan.resources[0].name
             kubelet.wait_for(resource=resource, allocatable=len(node.gpus))
-            allocation = kubelet.admit_one(POD, resource)
+            allocation = kubelet.admit_one(CDI_POD, resource)
             part.spec_files = sorted(path.name for path in cdi_dir.iterdir())
             part.names = allocation.cdi_devices
             edits = resolve(load_specs(cdi_dir), part.names)
@@ -101,7 +101,7 @@ def render_cdi_lines(number: int, part: CdiPart) -> list[str]:
         _row("config", part.config),
         _row("driver root", part.driver_root),
         _row("spec files", ", ".join(part.spec_files)),
-        _row("allocation", f"pod {POD} asks for nvidia.com/gpu: 1; the answer carries CDI names only"),
+        _row("allocation", f"pod {CDI_POD} asks for nvidia.com/gpu: 1; the answer carries CDI names only"),
         *(_row("cdi name" if i == 0 else "", name, 5) for i, name in enumerate(part.names)),
         _row("resolves to", _counts(part)),
         *(_row("device nodes" if i == 0 else "", node, 5) for i, node in enumerate(part.device_nodes)),

@@ -16,16 +16,16 @@ from gpuslice.dra.kube import LightkubeResourceApi
 from gpuslice.kubelet.dra_mock import MockDraKubelet
 from gpuslice.mps import FakeMpsControl
 
-WAIT_S = 10.0
+DRA_WAIT_S = 10.0
 DRIVER = "gpu.gpuslice.io"
-NODE_SPEC = """\
+DRA_NODE_SPEC = """\
 name: gpuslice-dra
 gpus:
   - {model: NVIDIA H100 80GB HBM3, count: 2, memory_mib: 81559, compute_capability: "9.0"}
   - {model: NVIDIA H100 80GB HBM3, count: 1, memory_mib: 81559, compute_capability: "9.0", mig: []}
 """
-CONFIG = "flags:\n  migStrategy: dynamic\n"
-CONFIG_SUMMARY = "flags.migStrategy: dynamic (one node config for the device plugin and DRA)"
+DRA_CONFIG = "flags:\n  migStrategy: dynamic\n"
+DRA_CONFIG_SUMMARY = "flags.migStrategy: dynamic (one node config for the device plugin and DRA)"
 _KIND = "device.attributes['gpu.gpuslice.io']"
 CLASSES = {"gpu": f"{_KIND}.type == 'gpu'", "mig": f"{_KIND}.type == 'mig'"}
 MPS = {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 50, "defaultPinnedDeviceMemoryLimit": "20Gi"}}
@@ -71,14 +71,14 @@ def _claim(name: str, device_class: str, selector: str | None, sharing: Mapping[
 def run_dra_part(directory: Path) -> DraPart:
     """Mock kubelet (registry, API, allocator) + the DRA plugin in this process, over real sockets and HTTP."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "node.yaml").write_text(NODE_SPEC)
-    (directory / "config.yaml").write_text(CONFIG)
+    (directory / "node.yaml").write_text(DRA_NODE_SPEC)
+    (directory / "config.yaml").write_text(DRA_CONFIG)
     # A fake driver install, so the claims' specs carry the driver's libraries and hooks as on a node.
     version = load_node_spec(str(directory / "node.yaml")).node.driver_version
     driver_root = build_fake_driver_root(directory / "driver-root", version=version)
     overrides = {"flags.nvidiaDriverRoot": str(driver_root), "flags.plugin.containerDriverRoot": str(driver_root)}
     setup = prepare_setup("fake", str(directory / "node.yaml"), str(directory / "config.yaml"), overrides=overrides)
-    part = DraPart(node=f"{setup.node.name}: 2 x H100 whole, 1 x H100 in MIG mode (dynamic)", config=CONFIG_SUMMARY)
+    part = DraPart(node=f"{setup.node.name}: 2 x H100 whole, 1 x H100 in MIG mode (dynamic)", config=DRA_CONFIG_SUMMARY)
     with MockDraKubelet(directory, setup.node.name) as kubelet:
         for class_name, expression in CLASSES.items():
             selectors = [{"cel": {"expression": expression}}]
@@ -93,8 +93,8 @@ def run_dra_part(directory: Path) -> DraPart:
         app = DraApp(setup, settings, LightkubeResourceApi(kubelet.api_url), mps_control=FakeMpsControl())
         app.start()
         try:
-            registered = kubelet.watcher.wait_registered(DRIVER, WAIT_S)
-            kubelet.wait_for_slices(DRIVER, len(setup.devices), WAIT_S)
+            registered = kubelet.watcher.wait_registered(DRIVER, DRA_WAIT_S)
+            kubelet.wait_for_slices(DRIVER, len(setup.devices), DRA_WAIT_S)
             slices = kubelet.slices(DRIVER)
             devices = [d for s in slices for d in s["spec"]["devices"]]
             placements = sum(1 for d in devices if "consumesCounters" in d)

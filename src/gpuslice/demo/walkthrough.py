@@ -18,7 +18,7 @@ from gpuslice.demo.dra import DraPart, run_dra_part
 from gpuslice.demo.dynamic_part import WAIT_S, DynamicMigPart, run_dynamic_part
 from gpuslice.discovery import load_node_spec
 from gpuslice.gpu import Node
-from gpuslice.kubelet import ContainerAllocation, MockKubelet
+from gpuslice.kubelet import GrantedDevices, MockKubelet
 from gpuslice.plugin import PluginManager
 from gpuslice.plugin.app import AppOptions, PluginApp
 from gpuslice.sharing import Resource
@@ -174,7 +174,7 @@ def _running(scenario: Scenario, directory: Path) -> Iterator[tuple[MockKubelet,
 
 
 def _mode_report(
-    scenario: Scenario, kubelet: MockKubelet, resource: Resource, node: Node, allocation: ContainerAllocation
+    scenario: Scenario, kubelet: MockKubelet, resource: Resource, node: Node, allocation: GrantedDevices
 ) -> ModeReport:
     view = kubelet.resource(resource.name)
     assert view is not None
@@ -196,7 +196,7 @@ def _mode_report(
     )
 
 
-def _pod_allocation(pod: str, allocation: ContainerAllocation) -> PodAllocation:
+def _pod_allocation(pod: str, allocation: GrantedDevices) -> PodAllocation:
     return PodAllocation(
         pod=pod,
         request=f"{allocation.resource}: {len(allocation.device_ids)}",
@@ -206,7 +206,7 @@ def _pod_allocation(pod: str, allocation: ContainerAllocation) -> PodAllocation:
     )
 
 
-def _same_gpu_proof(resource: Resource, first: ContainerAllocation, last: ContainerAllocation) -> Proof:
+def _same_gpu_proof(resource: Resource, first: GrantedDevices, last: GrantedDevices) -> Proof:
     env = "NVIDIA_VISIBLE_DEVICES"
     physical = {resource.by_id[device_id].physical_id for device_id in (*first.device_ids, *last.device_ids)}
     holds = len(physical) == 1 and first.envs.get(env) == last.envs.get(env)

@@ -2,23 +2,23 @@
 
 from gpuslice.dra.api import ApiError, InMemoryResourceApi, ResourceApi
 from gpuslice.dra.app import DraApp, DraSettings
-from gpuslice.dra.names import DEFAULT_DRIVER, NVIDIA_DRIVER, SUPPORTED_VERSIONS
-from gpuslice.dra.setup import DraSetup, SetupError, prepare_setup
+from gpuslice.dra.names import DEFAULT_DRIVER, DRA_SUPPORTED_VERSIONS, NVIDIA_DRIVER
+from gpuslice.dra.setup import DraSetup, DraSetupError, prepare_setup
 from gpuslice.dra.slices import API_VERSIONS, PoolSpec, build_slices
 
 __all__ = [
     "API_VERSIONS",
     "DEFAULT_DRIVER",
+    "DRA_SUPPORTED_VERSIONS",
     "NVIDIA_DRIVER",
-    "SUPPORTED_VERSIONS",
     "ApiError",
     "DraApp",
     "DraSettings",
     "DraSetup",
+    "DraSetupError",
     "InMemoryResourceApi",
     "PoolSpec",
     "ResourceApi",
-    "SetupError",
     "build_slices",
     "prepare_setup",
 ]

@@ -44,7 +44,7 @@ from gpuslice.sharing import HealthStore
 
 log = logging.getLogger("gpuslice.dra")
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+DRA_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _NODE_WORKERS = 8
 _REGISTRATION_WORKERS = 2
 SOCKET_CHECK_S = 1.0
@@ -248,7 +248,7 @@ class DraApp:
         read_fd, write_fd = os.pipe()
         os.set_blocking(write_fd, False)
         previous_fd = signal.set_wakeup_fd(write_fd)
-        previous = {sig: signal.signal(sig, _note_signal) for sig in STOP_SIGNALS}
+        previous = {sig: signal.signal(sig, _note_signal) for sig in DRA_STOP_SIGNALS}
         try:
             self.start()
             if ready is not None:
@@ -256,7 +256,7 @@ class DraApp:
             while True:
                 for number in os.read(read_fd, 64):
                     sig = signal.Signals(number)
-                    if sig in STOP_SIGNALS:
+                    if sig in DRA_STOP_SIGNALS:
                         log.info("received %s, shutting down", sig.name)
                         return sig
         finally:

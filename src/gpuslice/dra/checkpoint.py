@@ -13,8 +13,8 @@ from gpuslice.fsutil import atomic_write_text
 
 log = logging.getLogger("gpuslice.dra")
 
-KIND = "GpusliceDraCheckpoint"
-VERSION = 1
+CHECKPOINT_KIND = "GpusliceDraCheckpoint"
+CHECKPOINT_VERSION = 1
 MAX_BYTES = 8 * 2**20  # a node prepares a few hundred claims at most; anything larger is not ours
 MAX_CLAIMS = 4096
 
@@ -98,7 +98,13 @@ def _digest(claims: dict[str, Any]) -> str:
 
 def encode(node: str, records: dict[str, ClaimRecord]) -> str:
     claims = {uid: asdict(record) for uid, record in sorted(records.items())}
-    document = {"kind": KIND, "version": VERSION, "node": node, "checksum": _digest(claims), "claims": claims}
+    document = {
+        "kind": CHECKPOINT_KIND,
+        "version": CHECKPOINT_VERSION,
+        "node": node,
+        "checksum": _digest(claims),
+        "claims": claims,
+    }
     return json.dumps(document, indent=1, sort_keys=True) + "\n"
 
 
@@ -107,8 +113,12 @@ def decode(text: str, node: str) -> dict[str, ClaimRecord]:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CheckpointCorrupt(f"not JSON: {exc}") from exc
-    if not isinstance(document, dict) or document.get("kind") != KIND or document.get("version") != VERSION:
-        raise CheckpointCorrupt(f"not a {KIND} version {VERSION}")
+    if (
+        not isinstance(document, dict)
+        or document.get("kind") != CHECKPOINT_KIND
+        or document.get("version") != CHECKPOINT_VERSION
+    ):
+        raise CheckpointCorrupt(f"not a {CHECKPOINT_KIND} version {CHECKPOINT_VERSION}")
     if document.get("node") != node:
         raise CheckpointCorrupt(f"written for node {document.get('node')!r}, this is {node!r}")
     claims = document.get("claims")

@@ -10,14 +10,14 @@ from typing import Any
 from gpuslice.dra.opaque import ConfigDecodeError, DeviceConfig, decode_parameters
 
 MAX_RESULTS = 32  # AllocationResultsMaxSize
-MAX_CONFIGS = 64  # 32 from the class and 32 from the claim
+MAX_ALLOCATION_CONFIGS = 64  # 32 from the class and 32 from the claim
 # Kubelet's Claim fields: a namespace is a DNS label, a name a DNS subdomain, a UID at most 128 characters.
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 _UID = re.compile(r"[A-Za-z0-9-]{1,128}")
 
 
-class ClaimError(RuntimeError):
+class ClaimPrepareError(RuntimeError):
     """Why one claim cannot be prepared or unprepared; the kubelet shows it in the pod's events."""
 
 
@@ -30,12 +30,12 @@ class ClaimRef:
     uid: str
 
     def check(self) -> None:
-        """ClaimError unless every field has the shape the API server gives it."""
+        """ClaimPrepareError unless every field has the shape the API server gives it."""
         for field, pattern, value in (("namespace", _NAMESPACE, self.namespace), ("name", _NAME, self.name)):
             if not pattern.fullmatch(value):
-                raise ClaimError(f"claim {field} {value[:64]!r} is not a valid Kubernetes name")
+                raise ClaimPrepareError(f"claim {field} {value[:64]!r} is not a valid Kubernetes name")
         if not _UID.fullmatch(self.uid):
-            raise ClaimError(f"claim uid {self.uid[:64]!r} is not a valid UID")
+            raise ClaimPrepareError(f"claim uid {self.uid[:64]!r} is not a valid UID")
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name} ({self.uid})"
@@ -53,16 +53,18 @@ class AllocatedDevice:
 
 
 def allocation_for(claim: Mapping[str, Any], ref: ClaimRef, driver: str) -> tuple[AllocatedDevice, ...]:
-    """Our driver's devices in the claim's allocation; ClaimError naming the claim when it cannot be used."""
+    """Our driver's devices in the claim's allocation; ClaimPrepareError naming the claim when it cannot be used."""
     metadata = claim.get("metadata") or {}
     if metadata.get("uid") != ref.uid:
-        raise ClaimError(f"claim {ref}: the API has a claim of that name with uid {metadata.get('uid')!r}: replaced")
+        raise ClaimPrepareError(
+            f"claim {ref}: the API has a claim of that name with uid {metadata.get('uid')!r}: replaced"
+        )
     allocation = (claim.get("status") or {}).get("allocation")
     if not allocation:
-        raise ClaimError(f"claim {ref} is not allocated")
+        raise ClaimPrepareError(f"claim {ref} is not allocated")
     devices = allocation.get("devices") or {}
     results = _list(devices.get("results"), "status.allocation.devices.results", MAX_RESULTS, ref)
-    configs = _list(devices.get("config"), "status.allocation.devices.config", MAX_CONFIGS, ref)
+    configs = _list(devices.get("config"), "status.allocation.devices.config", MAX_ALLOCATION_CONFIGS, ref)
     decoded = _decode_configs(configs, driver, ref)
     found = []
     for position, result in enumerate(results):
@@ -71,7 +73,7 @@ def allocation_for(claim: Mapping[str, Any], ref: ClaimRef, driver: str) -> tupl
         where = f"claim {ref}: results[{position}]"
         request_path, pool, device = result.get("request"), result.get("pool"), result.get("device")
         if not all(isinstance(value, str) and value for value in (request_path, pool, device)):
-            raise ClaimError(f"{where}: request, pool and device are required")
+            raise ClaimPrepareError(f"{where}: request, pool and device are required")
         request = str(request_path).split("/", 1)[0]
         found.append(
             AllocatedDevice(
@@ -79,7 +81,7 @@ def allocation_for(claim: Mapping[str, Any], ref: ClaimRef, driver: str) -> tupl
             )
         )
     if not found:
-        raise ClaimError(f"claim {ref} has no device of driver {driver}")
+        raise ClaimPrepareError(f"claim {ref} has no device of driver {driver}")
     return tuple(found)
 
 
@@ -87,9 +89,9 @@ def _list(value: Any, where: str, limit: int, ref: ClaimRef) -> Sequence[Any]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise ClaimError(f"claim {ref}: {where} must be a list")
+        raise ClaimPrepareError(f"claim {ref}: {where} must be a list")
     if len(value) > limit:
-        raise ClaimError(f"claim {ref}: {where} has {len(value)} entries; at most {limit} are allowed")
+        raise ClaimPrepareError(f"claim {ref}: {where} has {len(value)} entries; at most {limit} are allowed")
     return value
 
 
@@ -108,7 +110,7 @@ def _decode_configs(
         try:
             config = decode_parameters(opaque.get("parameters"))
         except ConfigDecodeError as exc:
-            raise ClaimError(f"claim {ref}: config[{position}] ({source}): {exc}") from exc
+            raise ClaimPrepareError(f"claim {ref}: config[{position}] ({source}): {exc}") from exc
         decoded.append((rank, tuple(str(request) for request in requests), config))
     return sorted(decoded, key=lambda item: item[0])
 

@@ -39,7 +39,7 @@ class DeviceModelError(ValueError):
 
 
 @dataclass(frozen=True)
-class Placement:
+class MigPlacement:
     """A dynamic MIG placement: created at prepare time, destroyed at unprepare."""
 
     catalogue: MigCatalogue
@@ -55,7 +55,7 @@ class DraDevice:
     advertised: AdvertisedDevice
     attributes: Mapping[str, Mapping[str, Any]]
     capacity: Mapping[str, str]
-    placement: Placement | None = None  # set for a dynamic MIG placement
+    placement: MigPlacement | None = None  # set for a dynamic MIG placement
     consumes: Mapping[str, str] = field(default_factory=dict)  # counter -> amount, in counter_set
 
     @property
@@ -166,7 +166,7 @@ def _device(node: Node, advertised: AdvertisedDevice) -> DraDevice:
         capacity = _mig_capacity(profile, mig.memory_mib)
         if is_slot_id(advertised.id):
             consumes = _placement_counters(profile, mig)
-            placement = Placement(catalogue, profile, mig.placement_start)
+            placement = MigPlacement(catalogue, profile, mig.placement_start)
             device = DraDevice(name, advertised, attributes, capacity, placement, consumes)
         else:
             attributes["uuid"] = {"string": mig.uuid}

@@ -10,7 +10,7 @@ from gpuslice.dra.slices import API_GROUP, API_VERSIONS
 
 log = logging.getLogger("gpuslice.dra")
 
-REQUEST_TIMEOUT_S = 10.0  # well inside the kubelet's 45 s per call, which includes reading each claim
+API_REQUEST_TIMEOUT_S = 10.0  # well inside the kubelet's 45 s per call, which includes reading each claim
 FIELD_MANAGER = "gpuslice-dra"
 
 
@@ -25,7 +25,7 @@ class LightkubeResourceApi:
         # A plain URL (the mock kubelet's API, a local proxy) needs no credentials.
         config = KubeConfig.from_one(cluster=Cluster(server=server), user=User()) if server else None
         self._client = Client(
-            config=config, timeout=httpx2.Timeout(REQUEST_TIMEOUT_S), field_manager=FIELD_MANAGER, trust_env=False
+            config=config, timeout=httpx2.Timeout(API_REQUEST_TIMEOUT_S), field_manager=FIELD_MANAGER, trust_env=False
         )
         self._version: str | None = None
 

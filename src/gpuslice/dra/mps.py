@@ -17,8 +17,7 @@ from gpuslice.mps.manager import LOG_ENV, PROBE_COMMAND, VISIBLE_ENV
 log = logging.getLogger("gpuslice.dra")
 
 CONTAINER_PIPE_DIRECTORY = "/tmp/nvidia-mps"  # where NVIDIA's DRA driver mounts the pipe directory
-CONTAINER_SHM = "/dev/shm"
-READY_TIMEOUT_S = 10.0
+CLAIM_DAEMON_READY_S = 10.0
 _MIB = 2**20
 
 
@@ -58,7 +57,7 @@ def check_limit_keys(gpus: Sequence[Gpu], config: MpsConfig) -> None:
 class ClaimMpsDaemons:
     """Starts and stops the daemons under `root` (`<root>/<claim uid>/{pipe,log,shm}`)."""
 
-    def __init__(self, root: str | Path, control: MpsControl, ready_timeout_s: float = READY_TIMEOUT_S) -> None:
+    def __init__(self, root: str | Path, control: MpsControl, ready_timeout_s: float = CLAIM_DAEMON_READY_S) -> None:
         self.root = Path(root)
         self.control = control
         self.ready_timeout_s = ready_timeout_s

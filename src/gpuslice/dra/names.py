@@ -11,7 +11,7 @@ DEFAULT_DRIVER = "gpu.gpuslice.io"
 NVIDIA_DRIVER = "gpu.nvidia.com"  # accepted so that gpuslice can replace NVIDIA's DRA driver without new classes
 PLUGIN_TYPE = "DRAPlugin"
 # List order matters: a 1.34+ kubelet takes the first entry it supports, a 1.32 kubelet looks for v1beta1.
-SUPPORTED_VERSIONS = ("v1.DRAPlugin", "v1beta1.DRAPlugin")
+DRA_SUPPORTED_VERSIONS = ("v1.DRAPlugin", "v1beta1.DRAPlugin")
 DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"
 REGISTRY_DIR_NAME = "plugins_registry"
 PLUGINS_DIR_NAME = "plugins"

@@ -12,7 +12,7 @@ from gpuslice.dra.quantity import QuantityError, parse_quantity
 
 NVIDIA_API_VERSION = "resource.nvidia.com/v1beta1"
 GPUSLICE_API_VERSION = "resource.gpuslice.io/v1beta1"
-API_VERSIONS = (NVIDIA_API_VERSION, GPUSLICE_API_VERSION)
+CONFIG_API_VERSIONS = (NVIDIA_API_VERSION, GPUSLICE_API_VERSION)
 GPU_CONFIG = "GpuConfig"
 MIG_CONFIG = "MigDeviceConfig"
 MAX_PARAMETERS_BYTES = 10 * 1024  # OpaqueParametersMaxLength: the API server refuses more
@@ -68,13 +68,13 @@ def _limit(value: Any) -> int:
     return amount
 
 
-class Sharing(_Strict):
+class ClaimSharing(_Strict):
     strategy: Literal["TimeSlicing", "MPS"]
     time_slicing_config: TimeSlicingConfig | None = Field(None, alias="timeSlicingConfig")
     mps_config: MpsConfig | None = Field(None, alias="mpsConfig")
 
     @model_validator(mode="after")
-    def _one_strategy(self) -> Sharing:
+    def _one_strategy(self) -> ClaimSharing:
         if self.strategy == "MPS" and self.time_slicing_config is not None:
             raise ValueError("timeSlicingConfig is only allowed with strategy TimeSlicing")
         if self.strategy == "TimeSlicing" and self.mps_config is not None:
@@ -95,13 +95,13 @@ class DeviceConfig(_Strict):
 
     api_version: str = Field(alias="apiVersion")
     kind: Literal["GpuConfig", "MigDeviceConfig"]
-    sharing: Sharing | None = None
+    sharing: ClaimSharing | None = None
 
     @field_validator("api_version")
     @classmethod
     def _api_version(cls, value: str) -> str:
-        if value not in API_VERSIONS:
-            raise ValueError(f"expected one of {', '.join(API_VERSIONS)}")
+        if value not in CONFIG_API_VERSIONS:
+            raise ValueError(f"expected one of {', '.join(CONFIG_API_VERSIONS)}")
         return value
 
     @model_validator(mode="after")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuslice.allocation.cdi import CdiError
+from gpuslice.allocation.mps_edits import CONTAINER_SHM
 from gpuslice.discovery import MigControl, MigControlError
 from gpuslice.dra.api import ApiError, ResourceApi
 from gpuslice.dra.cdi import (
@@ -22,9 +23,9 @@ from gpuslice.dra.cdi import (
     write_claim_spec,
 )
 from gpuslice.dra.checkpoint import ClaimCheckpoint, ClaimRecord, CreatedMig, PreparedDevice
-from gpuslice.dra.claims import AllocatedDevice, ClaimError, ClaimRef, allocation_for
+from gpuslice.dra.claims import AllocatedDevice, ClaimPrepareError, ClaimRef, allocation_for
 from gpuslice.dra.devices import DraDevice
-from gpuslice.dra.mps import CONTAINER_PIPE_DIRECTORY, CONTAINER_SHM, ClaimMpsDaemons, MpsClaimError
+from gpuslice.dra.mps import CONTAINER_PIPE_DIRECTORY, ClaimMpsDaemons, MpsClaimError
 from gpuslice.dra.opaque import TIMESLICE_LEVELS, MpsConfig
 from gpuslice.dra.timeslice import DEFAULT_LEVEL, TimeSliceControl, TimeSliceError
 from gpuslice.gpu import Gpu, MigInstance
@@ -56,7 +57,7 @@ class _Deadline:
 
     def check(self, step: str) -> None:
         if self.left() <= 0:
-            raise ClaimError(f"claim {self.ref}: ran out of time before {step}; nothing is left prepared")
+            raise ClaimPrepareError(f"claim {self.ref}: ran out of time before {step}; nothing is left prepared")
 
 
 class Preparer:
@@ -140,11 +141,11 @@ class Preparer:
     # Prepare -----------------------------------------------------------------------------------
 
     def prepare(self, ref: ClaimRef, budget_s: float) -> ClaimRecord:
-        """The claim's prepared devices (cached when already prepared); ClaimError says why not."""
+        """The claim's prepared devices (cached when already prepared); ClaimPrepareError says why not."""
         ref.check()
         deadline = _Deadline(time.monotonic() + budget_s, ref)
         if not self._lock.acquire(timeout=max(deadline.left(), 0)):
-            raise ClaimError(f"claim {ref}: another preparation is still running; try again")
+            raise ClaimPrepareError(f"claim {ref}: another preparation is still running; try again")
         try:
             record = self._records.get(ref.uid)
             if record is not None and record.state == "PrepareCompleted":
@@ -152,7 +153,7 @@ class Preparer:
             if record is not None:
                 problems = self._undo(record)
                 if problems:
-                    raise ClaimError(f"claim {ref}: an earlier attempt cannot be undone: {'; '.join(problems)}")
+                    raise ClaimPrepareError(f"claim {ref}: an earlier attempt cannot be undone: {'; '.join(problems)}")
                 del self._records[ref.uid]
                 self._save()
             return self._prepare_locked(ref, deadline)
@@ -163,9 +164,9 @@ class Preparer:
         try:
             claim = self.api.get_claim(ref.namespace, ref.name)
         except ApiError as exc:
-            raise ClaimError(f"claim {ref}: cannot read it from the API server: {exc}") from exc
+            raise ClaimPrepareError(f"claim {ref}: cannot read it from the API server: {exc}") from exc
         if claim is None:
-            raise ClaimError(f"claim {ref} does not exist")
+            raise ClaimPrepareError(f"claim {ref} does not exist")
         return allocation_for(claim, ref, self.driver)
 
     def _check(self, ref: ClaimRef, allocated: Sequence[AllocatedDevice]) -> list[tuple[AllocatedDevice, DraDevice]]:
@@ -176,21 +177,21 @@ class Preparer:
         for entry in allocated:
             where = f"claim {ref}: device {entry.device}"
             if entry.pool != self.pool:
-                raise ClaimError(f"{where}: pool {entry.pool} is not this node's pool {self.pool}")
+                raise ClaimPrepareError(f"{where}: pool {entry.pool} is not this node's pool {self.pool}")
             device = devices.get(entry.device)
             if device is None:
-                raise ClaimError(f"{where} is not published by this node")
+                raise ClaimPrepareError(f"{where} is not published by this node")
             if not self.healthy(device):
-                raise ClaimError(f"{where} is unhealthy")
+                raise ClaimPrepareError(f"{where} is unhealthy")
             if entry.device in owners and not entry.admin_access:
-                raise ClaimError(f"{where} is already prepared for claim {owners[entry.device]}")
+                raise ClaimPrepareError(f"{where} is already prepared for claim {owners[entry.device]}")
             if device.placement is not None:
                 for other, uid in held:
                     if other.placement is not None and other.gpu.uuid == device.gpu.uuid and _overlap(device, other):
-                        raise ClaimError(f"{where} overlaps {other.name}, prepared for claim {uid}")
+                        raise ClaimPrepareError(f"{where} overlaps {other.name}, prepared for claim {uid}")
             config = entry.config
             if config is not None and config.device_type != device.kind:
-                raise ClaimError(f"{where}: a {config.kind} does not apply to a {device.kind} device")
+                raise ClaimPrepareError(f"{where}: a {config.kind} does not apply to a {device.kind} device")
             chosen.append((entry, device))
         return chosen
 
@@ -203,14 +204,14 @@ class Preparer:
         self._save()
         try:
             record = self._act(ref, record, chosen, deadline)
-        except (ClaimError, MigControlError, MpsClaimError, TimeSliceError, CdiError, OSError) as exc:
+        except (ClaimPrepareError, MigControlError, MpsClaimError, TimeSliceError, CdiError, OSError) as exc:
             problems = self._undo(self._records[ref.uid])
             if not problems:
                 del self._records[ref.uid]
             self._save()
             suffix = f" (rollback incomplete: {'; '.join(problems)})" if problems else ""
-            message = str(exc) if isinstance(exc, ClaimError) else f"claim {ref}: {exc}"
-            raise ClaimError(message + suffix) from exc
+            message = str(exc) if isinstance(exc, ClaimPrepareError) else f"claim {ref}: {exc}"
+            raise ClaimPrepareError(message + suffix) from exc
         log.info("prepared claim %s: %s (%s)", ref, ", ".join(record.device_names), record.isolation)
         return record
 
@@ -227,7 +228,7 @@ class Preparer:
             deadline.check(f"creating MIG device {device.name}")
             control = self.parts.mig
             if control is None:
-                raise ClaimError(f"claim {ref}: device {entry.device}: this backend cannot create MIG devices")
+                raise ClaimPrepareError(f"claim {ref}: device {entry.device}: this backend cannot create MIG devices")
             mig = control.create(device.gpu.index, device.placement.profile.name, device.placement.start)
             created = CreatedMig(entry.device, device.gpu.index, device.gpu.uuid, mig.profile, mig.placement_start,
                                  mig.gi, mig.ci, mig.uuid, mig.gi_cap_minor, mig.ci_cap_minor)  # fmt: skip
@@ -242,7 +243,7 @@ class Preparer:
                 continue
             if sharing.strategy == "MPS":
                 if mps_config is not None and sharing.mps != mps_config:
-                    raise ClaimError(
+                    raise ClaimPrepareError(
                         f"claim {ref}: its requests ask for different MPS settings; one daemon serves a claim"
                     )
                 mps_config = sharing.mps
@@ -253,13 +254,13 @@ class Preparer:
                 if device.kind == "gpu" and sharing.interval != "Default":
                     deadline.check(f"setting the time-slice interval of {device.name}")
                     if self.parts.timeslice is None:
-                        raise ClaimError(f"claim {ref}: this backend cannot set time-slice intervals")
+                        raise ClaimPrepareError(f"claim {ref}: this backend cannot set time-slice intervals")
                     self.parts.timeslice.set_level(device.gpu.uuid, TIMESLICE_LEVELS[sharing.interval])
                     record = self._update(replace(record, timeslice_gpus=(*record.timeslice_gpus, device.gpu.uuid)))
         if mps_config is not None:
             deadline.check("starting the MPS daemon")
             if self.parts.mps is None:
-                raise ClaimError(f"claim {ref}: MPS is not available on this node (no MPS root)")
+                raise ClaimPrepareError(f"claim {ref}: MPS is not available on this node (no MPS root)")
             record = self._update(replace(record, mps_daemon=str(self.parts.mps.root / ref.uid)))
             directory = self.parts.mps.start(ref.uid, list(mps_gpus.values()), mps_config)
             env[PIPE_ENV] = CONTAINER_PIPE_DIRECTORY
@@ -287,7 +288,7 @@ class Preparer:
         for prepared in record.devices:
             device = devices.get(prepared.device)
             if device is None:
-                raise ClaimError(f"claim {record.uid}: device {prepared.device} is no longer published")
+                raise ClaimPrepareError(f"claim {record.uid}: device {prepared.device} is no longer published")
             entries.append(ClaimDeviceEdits(prepared.device, device.gpu, _mig_of(device, migs.get(prepared.device))))
         spec = claim_spec(
             self.driver,
@@ -310,14 +311,14 @@ class Preparer:
         """Undo exactly what prepare did; a claim we never prepared is already unprepared."""
         ref.check()
         if not self._lock.acquire(timeout=max(budget_s, 0)):
-            raise ClaimError(f"claim {ref}: another preparation is still running; try again")
+            raise ClaimPrepareError(f"claim {ref}: another preparation is still running; try again")
         try:
             record = self._records.get(ref.uid)
             if record is None:
                 return
             problems = self._undo(record)
             if problems:
-                raise ClaimError(f"claim {ref}: unprepare incomplete: {'; '.join(problems)}")
+                raise ClaimPrepareError(f"claim {ref}: unprepare incomplete: {'; '.join(problems)}")
             del self._records[ref.uid]
             self._save()
             log.info("unprepared claim %s", ref)

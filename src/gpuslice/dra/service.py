@@ -11,8 +11,8 @@ from typing import Any
 
 import grpc
 
-from gpuslice.dra.claims import ClaimError, ClaimRef
-from gpuslice.dra.names import PLUGIN_TYPE, SUPPORTED_VERSIONS
+from gpuslice.dra.claims import ClaimPrepareError, ClaimRef
+from gpuslice.dra.names import DRA_SUPPORTED_VERSIONS, PLUGIN_TYPE
 from gpuslice.dra.prepare import Preparer
 from gpuslice.wire import dra_v1_grpc, dra_v1_pb2, dra_v1beta1_grpc, dra_v1beta1_pb2, pluginregistration_grpc
 from gpuslice.wire import pluginregistration_pb2 as registration_pb2
@@ -65,7 +65,7 @@ class NodeService:
             entry = response.claims[ref.uid[:MAX_FIELD_LENGTH]]
             try:
                 record = self.preparer.prepare(ref, end - time.monotonic())
-            except ClaimError as exc:
+            except ClaimPrepareError as exc:
                 entry.error = str(exc)
                 log.warning("prepare %s: %s", ref.uid[:64], exc)
                 continue
@@ -89,7 +89,7 @@ class NodeService:
             entry = response.claims[ref.uid[:MAX_FIELD_LENGTH]]
             try:
                 self.preparer.unprepare(ref, end - time.monotonic())
-            except ClaimError as exc:
+            except ClaimPrepareError as exc:
                 entry.error = str(exc)
                 log.warning("unprepare %s: %s", ref.uid[:64], exc)
             except Exception as exc:  # a bug must cost one claim, not the plugin
@@ -132,7 +132,7 @@ class RegistrationService:
         with self._lock:
             self.state.info_calls += 1
         return registration_pb2.PluginInfo(
-            type=PLUGIN_TYPE, name=self.driver, endpoint=self.endpoint, supported_versions=list(SUPPORTED_VERSIONS)
+            type=PLUGIN_TYPE, name=self.driver, endpoint=self.endpoint, supported_versions=list(DRA_SUPPORTED_VERSIONS)
         )
 
     def NotifyRegistrationStatus(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC method name)

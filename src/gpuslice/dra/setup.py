@@ -13,7 +13,7 @@ from gpuslice.gpu import Node
 from gpuslice.sharing import SharingError, SharingPlan, build_resources
 
 
-class SetupError(ValueError):
+class DraSetupError(ValueError):
     """Bad input found before anything is served (exit code 2); the message names the key or file."""
 
 
@@ -37,7 +37,7 @@ def prepare_setup(
     overrides: Mapping[str, Any] | None = None,
     claimed_gpus: Collection[str] = (),
 ) -> DraSetup:
-    """The same config, backends and sharing rules as `gpuslice plugin`; SetupError on any bad input.
+    """The same config, backends and sharing rules as `gpuslice plugin`; DraSetupError on any bad input.
 
     Time-slicing replicas become one device per replica (isolation `none`); MPS is asked for per claim
     instead (a GpuConfig), because a DRA device is not split between claims by the node's config.
@@ -48,9 +48,9 @@ def prepare_setup(
         config = apply_overrides(loaded.config, overrides or {}, loaded.source)
         validate_startup(config)
     except ConfigError as exc:
-        raise SetupError(str(exc)) from exc
+        raise DraSetupError(str(exc)) from exc
     if config.sharing.strategy == "mps":
-        raise SetupError(
+        raise DraSetupError(
             f"config {loaded.source}: sharing.mps: under DRA, MPS is asked for per claim "
             "(opaque GpuConfig with sharing.strategy MPS); remove sharing.mps from the node's config"
         )
@@ -59,11 +59,11 @@ def prepare_setup(
         backend = make_backend(backend_kind, node_spec, flags.nvidia_driver_root, flags.fail_on_init_error,
                                node_name=node_name)  # fmt: skip
     except BackendInitError as exc:
-        raise SetupError(str(exc)) from exc
+        raise DraSetupError(str(exc)) from exc
     node = backend.discover()
     try:
         plan = build_resources(node, config, claimed_gpus)
         devices = pool_devices(node, plan)
     except (SharingError, DeviceModelError) as exc:
-        raise SetupError(f"config {loaded.source}: {exc}") from exc
+        raise DraSetupError(f"config {loaded.source}: {exc}") from exc
     return DraSetup(config, node, plan, backend, devices, loaded.warnings + plan.warnings)

@@ -12,7 +12,8 @@ from typing import Any
 
 import grpc
 
-SOCKET_PATH_MAX = 107  # sun_path is 108 bytes including the terminating NUL
+from gpuslice.wire import SOCKET_PATH_MAX
+
 _STOP_GRACE_S = 1.0
 
 

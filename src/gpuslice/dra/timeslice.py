@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 DEFAULT_LEVEL = 0
-COMMAND_TIMEOUT_S = 10.0
+NVIDIA_SMI_TIMEOUT_S = 10.0
 
 
 class TimeSliceError(RuntimeError):
@@ -30,7 +30,7 @@ class NvidiaSmiTimeSlice:
     def set_level(self, gpu_uuid: str, level: int) -> None:
         args = [*self.command, "compute-policy", "-i", gpu_uuid, "--set-timeslice", str(level)]
         try:
-            done = subprocess.run(args, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False)
+            done = subprocess.run(args, capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT_S, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise TimeSliceError(f"GPU {gpu_uuid}: cannot run {self.command[0]}: {exc}") from exc
         if done.returncode != 0:

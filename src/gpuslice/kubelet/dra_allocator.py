@@ -19,7 +19,7 @@ MAX_REQUESTS = 32
 MAX_COUNT = 128
 
 
-class AllocationError(ValueError):
+class UnallocatableClaim(ValueError):
     """A claim that can never be allocated as written (unknown class, bad selector); the message says why."""
 
 
@@ -118,19 +118,19 @@ def _requests(claim: Mapping[str, Any]) -> list[list[_Request]]:
     """Each request as its alternatives (one for `exactly`, several for `firstAvailable`)."""
     requests = claim.get("spec", {}).get("devices", {}).get("requests") or []
     if len(requests) > MAX_REQUESTS:
-        raise AllocationError(f"{len(requests)} requests; at most {MAX_REQUESTS}")
+        raise UnallocatableClaim(f"{len(requests)} requests; at most {MAX_REQUESTS}")
     out = []
     for request in requests:
         name = request["name"]
         alternatives = [(name, request["exactly"])] if "exactly" in request else []
         alternatives += [(f"{name}/{sub['name']}", sub) for sub in request.get("firstAvailable") or []]
         if not alternatives:
-            raise AllocationError(f"request {name}: needs exactly or firstAvailable")
+            raise UnallocatableClaim(f"request {name}: needs exactly or firstAvailable")
         options = []
         for full, body in alternatives:
             count = int(body.get("count", 1))
             if not 0 < count <= MAX_COUNT:
-                raise AllocationError(f"request {full}: count must be 1..{MAX_COUNT}")
+                raise UnallocatableClaim(f"request {full}: count must be 1..{MAX_COUNT}")
             selectors = tuple(compile_selector(s["cel"]["expression"]) for s in body.get("selectors") or [])
             options.append(
                 _Request(
@@ -154,20 +154,20 @@ def allocate(
     allocated: Sequence[Mapping[str, Any]],
     node_name: str,
 ) -> dict[str, Any] | None:
-    """The claim's `status.allocation`, or None when it does not fit now; AllocationError when it never can."""
+    """The claim's `status.allocation`, or None when it does not fit now; UnallocatableClaim when it never can."""
     try:
         requests = _requests(claim)
         class_selectors = {}
         for options in requests:
             for option in options:
                 if option.class_name not in classes:
-                    raise AllocationError(f"request {option.name}: device class {option.class_name} does not exist")
+                    raise UnallocatableClaim(f"request {option.name}: device class {option.class_name} does not exist")
                 class_selectors[option.class_name] = tuple(
                     compile_selector(s["cel"]["expression"])
                     for s in classes[option.class_name].get("spec", {}).get("selectors") or []
                 )
     except CelError as exc:
-        raise AllocationError(f"selector: {exc}") from exc
+        raise UnallocatableClaim(f"selector: {exc}") from exc
     found = inventory(slices, node_name)
     used: set[tuple[str, str, str]] = set()
     spent: dict[tuple[str, str, str, str], int] = {}
@@ -192,7 +192,7 @@ def allocate(
                 bool(check(candidate.view)) for check in (*class_selectors[request.class_name], *request.selectors)
             )
         except CelError as exc:
-            raise AllocationError(f"request {request.name}: device {candidate.name}: {exc}") from exc
+            raise UnallocatableClaim(f"request {request.name}: device {candidate.name}: {exc}") from exc
 
     def fits(request: _Request, candidate: Candidate) -> bool:
         if not request.admin and (candidate.key in used or any(c.key == candidate.key for _, c in picks)):

@@ -19,14 +19,14 @@ from typing import Any, Self
 
 import grpc
 
-from gpuslice.kubelet.dra_allocator import AllocationError, allocate
+from gpuslice.kubelet.dra_allocator import UnallocatableClaim, allocate
 from gpuslice.kubelet.dra_api import FakeKubeApi
 from gpuslice.kubelet.dra_plugins import RECONCILE_S, PluginWatcher
 
 log = logging.getLogger("gpuslice.kubelet.dra")
 
-REGISTRY_DIR_NAME = "plugins_registry"
-PLUGINS_DIR_NAME = "plugins"
+KUBELET_REGISTRY_DIR = "plugins_registry"
+KUBELET_PLUGINS_DIR = "plugins"
 CALL_TIMEOUT_S = 45.0  # the kubelet's per-call timeout for DRA drivers
 
 
@@ -40,7 +40,7 @@ class DraAdmissionError(Exception):
 
 
 @dataclass(frozen=True)
-class PreparedDevice:
+class ClaimDevice:
     request_names: tuple[str, ...]
     pool: str
     device: str
@@ -53,7 +53,7 @@ class DraAdmission:
 
     pod: str
     namespace: str
-    claims: Mapping[str, tuple[PreparedDevice, ...]] = field(default_factory=dict)
+    claims: Mapping[str, tuple[ClaimDevice, ...]] = field(default_factory=dict)
 
     @property
     def cdi_ids(self) -> tuple[str, ...]:
@@ -74,8 +74,8 @@ class MockDraKubelet:
         call_timeout_s: float = CALL_TIMEOUT_S,
     ) -> None:
         self.root = Path(root).absolute()
-        self.registry_dir = self.root / REGISTRY_DIR_NAME
-        self.plugins_dir = self.root / PLUGINS_DIR_NAME
+        self.registry_dir = self.root / KUBELET_REGISTRY_DIR
+        self.plugins_dir = self.root / KUBELET_PLUGINS_DIR
         self.node_name = node_name
         self.call_timeout_s = call_timeout_s
         self.api = FakeKubeApi(served_versions, counters_apart)
@@ -158,7 +158,7 @@ class MockDraKubelet:
             for name in claims:
                 try:
                     objects[name] = self._allocate_and_reserve(name, namespace, pod, pod_uid)
-                except (AllocationError, LookupError) as exc:
+                except (UnallocatableClaim, LookupError) as exc:
                     errors[name] = str(exc)
             if errors:
                 self._release(pod, pod_uid, list(objects), namespace, prepared=False)
@@ -242,8 +242,8 @@ class MockDraKubelet:
 
     def _prepare(
         self, claims: Mapping[str, dict[str, Any]]
-    ) -> tuple[dict[str, tuple[PreparedDevice, ...]], dict[str, str]]:
-        prepared: dict[str, tuple[PreparedDevice, ...]] = {}
+    ) -> tuple[dict[str, tuple[ClaimDevice, ...]], dict[str, str]]:
+        prepared: dict[str, tuple[ClaimDevice, ...]] = {}
         errors: dict[str, str] = {}
         for driver, members in self._by_driver(claims.values()).items():
             answered, problem = self._call(driver, "NodePrepareResources", members)
@@ -256,7 +256,7 @@ class MockDraKubelet:
                     errors[name] = entry.error
                 else:
                     devices = tuple(
-                        PreparedDevice(tuple(d.request_names), d.pool_name, d.device_name, tuple(d.cdi_device_ids))
+                        ClaimDevice(tuple(d.request_names), d.pool_name, d.device_name, tuple(d.cdi_device_ids))
                         for d in entry.devices
                     )
                     prepared[name] = prepared.get(name, ()) + devices

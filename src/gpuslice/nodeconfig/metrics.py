@@ -6,7 +6,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from gpuslice.config.node_config import MAX_LABEL_VALUE, NodeConfigChoice
 
-PREFIX = "gpuslice_node_config"
+NODE_CONFIG_PREFIX = "gpuslice_node_config"
 REFUSAL_REASONS = ("unknown_config", "invalid_config", "no_config")
 
 
@@ -20,19 +20,19 @@ class NodeConfigMetrics:
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self._serving = Gauge(
-            f"{PREFIX}_serving",
+            f"{NODE_CONFIG_PREFIX}_serving",
             "The per-node config that serves (1), by name and how it was chosen",
             ["config", "source"],
             registry=registry,
         )
         self._refused = Gauge(
-            f"{PREFIX}_refused",
+            f"{NODE_CONFIG_PREFIX}_refused",
             "1 while the node label asks for a config that is not served, with the reason",
             ["wanted", "reason"],
             registry=registry,
         )
         self._api_errors = Counter(
-            f"{PREFIX}_api_errors", "Failed GETs and watches of this node (retried)", registry=registry
+            f"{NODE_CONFIG_PREFIX}_api_errors", "Failed GETs and watches of this node (retried)", registry=registry
         )
 
     def serving(self, choice: NodeConfigChoice) -> None:
