@@ -160,3 +160,19 @@ def test_an_api_server_that_is_not_there_yet_is_waited_for(app: DraApp) -> None:
     api.served = ("v1beta1",)
     assert controller.sync() and controller.pool.api_version == "v1beta1"
     assert all(obj["apiVersion"] == "resource.k8s.io/v1beta1" for obj in api.slices.values())
+
+
+def test_a_time_slice_interval_is_set_for_the_claim_and_reset_after(app: DraApp) -> None:
+    from gpuslice.dra.timeslice import RecordingTimeSlice
+
+    api = app.api
+    assert isinstance(api, InMemoryResourceApi)
+    long = gpu_config({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}})
+    api.put_claim(allocated("u6", ["gpu-1"], [opaque(long)]))
+    record = app.preparer.prepare(ClaimRef("default", "c-u6", "u6"), 10)
+    control = app.parts.timeslice
+    assert isinstance(control, RecordingTimeSlice)
+    gpu1 = app.setup.node.gpus[1].uuid
+    assert control.levels == {gpu1: 3} and record.isolation == "no isolation (time-slicing)"
+    app.preparer.unprepare(ClaimRef("default", "c-u6", "u6"), 10)
+    assert control.levels == {gpu1: 0}
