@@ -48,6 +48,7 @@ def test_kubelet_restart_re_registers_and_re_publishes(setup: tuple[Node, MockDr
         assert kubelet.watcher.wait_registered(DRIVER, timeout=10)
         assert kubelet.wait_for_slices(DRIVER, min_devices=30, timeout=10)
         assert _generation(kubelet) > generation
+        assert kubelet.reprepare_running_pods() == before.claims, "the same devices and CDI IDs as before"
         kubelet.create_claim(claim("after"))
         after = kubelet.admit("pod-after", ["after"])
         assert set(before.cdi_ids).isdisjoint(after.cdi_ids)

@@ -108,6 +108,24 @@ class MockDraKubelet:
         self.watcher.start()
         self.restarts += 1
 
+    def reprepare_running_pods(self, timeout: float = 10.0) -> dict[str, tuple[ClaimDevice, ...]]:
+        """What a restarted kubelet does for running pods: their claims come back unprepared from its
+        checkpoint, so it calls NodePrepareResources again (the driver must answer as before). Waits up to
+        `timeout` for each driver to register first; raises DraAdmissionError with per-claim errors."""
+        with self._lock:
+            names = sorted({(namespace, claim) for (namespace, _), claims in self._pods.items() for claim in claims})
+            objects = {}
+            for namespace, name in names:
+                claim = self.claim(name, namespace)
+                if claim is not None and (claim.get("status") or {}).get("allocation"):
+                    objects[name] = claim
+            for driver in self._by_driver(objects.values()):
+                self.watcher.wait_registered(driver, timeout)
+            prepared, errors = self._prepare(objects)
+            if errors:
+                raise DraAdmissionError("(running pods)", errors)
+            return prepared
+
     def __enter__(self) -> Self:
         return self.start()
 
