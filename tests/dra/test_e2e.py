@@ -12,7 +12,15 @@ import grpc
 import pytest
 
 from gpuslice.kubelet.dra_mock import DraAdmissionError, MockDraKubelet
-from gpuslice.wire import dra_v1_grpc, dra_v1_pb2, dra_v1beta1_grpc, dra_v1beta1_pb2, pluginregistration_grpc
+from gpuslice.wire import (
+    dra_v1_grpc,
+    dra_v1_pb2,
+    dra_v1beta1_grpc,
+    dra_v1beta1_pb2,
+    drahealth_grpc,
+    drahealth_pb2,
+    pluginregistration_grpc,
+)
 from gpuslice.wire import pluginregistration_pb2 as registration_pb2
 from tests.dra.support import DRIVER, MIG_CLASS, NODE, Node, claim, device_classes, gpu_config, start_plugin
 from tests.support.dirs import short_temp_dir
@@ -64,7 +72,7 @@ def test_registration_advertises_both_services(cluster: Cluster) -> None:
     info = pluginregistration_grpc.RegistrationStub(channel).GetInfo(registration_pb2.InfoRequest(), timeout=5)  # type: ignore[no-untyped-call]
     channel.close()
     assert (info.type, info.name) == ("DRAPlugin", DRIVER)
-    assert list(info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
+    assert list(info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin", "v1alpha1.DRAResourceHealth"]
     assert info.endpoint == str(cluster.kubelet.plugins_dir / DRIVER / "dra.sock")
 
 
@@ -229,3 +237,17 @@ def test_concurrent_prepares_never_share_a_device(cluster: Cluster) -> None:
     )
     assert done.claims[uids[winner]].error == ""
     channel.close()
+
+
+def test_the_health_stream_lists_every_device(cluster: Cluster) -> None:
+    channel = grpc.insecure_channel(f"unix:{cluster.kubelet.plugins_dir / DRIVER / 'dra.sock'}")
+    stream = drahealth_grpc.DRAResourceHealthStub(channel).NodeWatchResources(  # type: ignore[no-untyped-call]
+        drahealth_pb2.NodeWatchResourcesRequest(), timeout=10
+    )
+    first = next(stream)
+    stream.cancel()
+    channel.close()
+    published = {d["name"] for s in cluster.kubelet.slices(DRIVER) for d in s["spec"]["devices"]}
+    assert {d.device.device_name for d in first.devices} == published
+    assert {d.device.pool_name for d in first.devices} == {NODE}
+    assert {d.health for d in first.devices} == {drahealth_pb2.HEALTHY}

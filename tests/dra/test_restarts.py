@@ -5,9 +5,11 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator
 
+import grpc
 import pytest
 
 from gpuslice.kubelet.dra_mock import MockDraKubelet
+from gpuslice.wire import drahealth_grpc, drahealth_pb2
 from tests.dra.support import DRIVER, MIG_CLASS, NODE, Node, claim, device_classes, start_plugin
 from tests.support.dirs import short_temp_dir
 from tests.support.process import finish, reap
@@ -113,6 +115,14 @@ def test_an_xid_takes_the_gpu_out_of_the_pool(setup: tuple[Node, MockDraKubelet]
             return bool(names) and "gpu-0" not in names and "gpu-1" in names
 
         assert kubelet.api.store.wait_for(gone, timeout=10), "Xid 79 is critical: gpu-0 must leave the pool"
+        channel = grpc.insecure_channel(f"unix:{kubelet.plugins_dir / DRIVER / 'dra.sock'}")
+        stream = drahealth_grpc.DRAResourceHealthStub(channel).NodeWatchResources(  # type: ignore[no-untyped-call]
+            drahealth_pb2.NodeWatchResourcesRequest(), timeout=10
+        )
+        health = {d.device.device_name: d.health for d in next(stream).devices}
+        stream.cancel()
+        channel.close()
+        assert health["gpu-0"] == drahealth_pb2.UNHEALTHY and health["gpu-1"] == drahealth_pb2.HEALTHY
         assert _generation(kubelet) > generation
     finally:
         reap(process)

@@ -54,3 +54,15 @@ def test_plugin_info_encodes_with_the_kubelets_field_numbers() -> None:
     assert info.SerializeToString() == expected
     status = pluginregistration_pb2.RegistrationStatus(plugin_registered=True, error="e")
     assert status.SerializeToString() == b"\x08\x01" + _field(2, "e")
+
+
+def test_health_service_is_v1alpha1_with_the_kubelets_numbers() -> None:
+    from gpuslice.wire import drahealth_pb2
+
+    service = drahealth_pb2.DESCRIPTOR.services_by_name["DRAResourceHealth"]
+    assert service.full_name == "v1alpha1.DRAResourceHealth"
+    assert [m.name for m in service.methods] == ["NodeWatchResources"]
+    health = drahealth_pb2.DeviceHealth(
+        device=drahealth_pb2.DeviceIdentifier(pool_name="p", device_name="d"), health=drahealth_pb2.UNHEALTHY
+    )
+    assert health.SerializeToString() == bytes([0x0A, 6]) + _field(1, "p") + _field(2, "d") + b"\x10\x02"

@@ -18,6 +18,7 @@ from gpuslice.discovery.driver_files import discover_driver_files
 from gpuslice.dra.api import ApiError, ResourceApi
 from gpuslice.dra.checkpoint import ClaimCheckpoint
 from gpuslice.dra.devices import DraDevice
+from gpuslice.dra.health_service import ResourceHealthService, add_health_service
 from gpuslice.dra.mps import ClaimMpsDaemons
 from gpuslice.dra.names import (
     CHECKPOINT_NAME,
@@ -147,6 +148,7 @@ class DraApp:
             self.parts,
         )
         self.slices: SliceController | None = None
+        self.health_service = ResourceHealthService(setup.node.name, setup.devices, self.health)
         self.registration = RegistrationService(settings.driver, str(settings.dra_socket), self._registered)
         self._node_server: UnixServer | None = None
         self._registration_server: UnixServer | None = None
@@ -170,10 +172,11 @@ class DraApp:
     # Lifecycle ---------------------------------------------------------------------------------
 
     def start(self) -> None:
+        self.health_service.stopping.clear()
         self.preparer.resume()
         self._node_server = serve(
             self.settings.dra_socket,
-            lambda server: add_node_services(server, self.preparer, self.settings.call_budget_s),
+            self._add_node_services,
             _NODE_WORKERS,
             "dra-node",
         )
@@ -196,6 +199,10 @@ class DraApp:
             self.settings.registration_socket,
             len(self.setup.devices),
         )
+
+    def _add_node_services(self, server: object) -> None:
+        add_node_services(server, self.preparer, self.settings.call_budget_s)
+        add_health_service(server, self.health_service)
 
     def _serve_registration(self) -> None:
         self._registration_server = serve(
@@ -228,6 +235,7 @@ class DraApp:
         if self._registration_server is not None:
             self._registration_server.stop()
             self._registration_server = None
+        self.health_service.stopping.set()  # health streams end, so the server stops within its grace
         if self._node_server is not None:
             self._node_server.stop()
             self._node_server = None

@@ -11,7 +11,8 @@ DEFAULT_DRIVER = "gpu.gpuslice.io"
 NVIDIA_DRIVER = "gpu.nvidia.com"  # accepted so that gpuslice can replace NVIDIA's DRA driver without new classes
 PLUGIN_TYPE = "DRAPlugin"
 # List order matters: a 1.34+ kubelet takes the first entry it supports, a 1.32 kubelet looks for v1beta1.
-DRA_SUPPORTED_VERSIONS = ("v1.DRAPlugin", "v1beta1.DRAPlugin")
+# The optional health service is named last, as the Kubernetes helper library does.
+DRA_SUPPORTED_VERSIONS = ("v1.DRAPlugin", "v1beta1.DRAPlugin", "v1alpha1.DRAResourceHealth")
 DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"
 REGISTRY_DIR_NAME = "plugins_registry"
 PLUGINS_DIR_NAME = "plugins"

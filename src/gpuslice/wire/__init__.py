@@ -6,6 +6,8 @@ from gpuslice.wire.generated.dra.v1 import api_pb2 as dra_v1_pb2
 from gpuslice.wire.generated.dra.v1 import api_pb2_grpc as dra_v1_grpc
 from gpuslice.wire.generated.dra.v1beta1 import api_pb2 as dra_v1beta1_pb2
 from gpuslice.wire.generated.dra.v1beta1 import api_pb2_grpc as dra_v1beta1_grpc
+from gpuslice.wire.generated.drahealth.v1alpha1 import api_pb2 as drahealth_pb2
+from gpuslice.wire.generated.drahealth.v1alpha1 import api_pb2_grpc as drahealth_grpc
 from gpuslice.wire.generated.pluginregistration.v1 import api_pb2 as pluginregistration_pb2
 from gpuslice.wire.generated.pluginregistration.v1 import api_pb2_grpc as pluginregistration_grpc
 from gpuslice.wire.generated.podresources.v1 import api_pb2 as podresources_pb2
@@ -30,6 +32,8 @@ __all__ = [
     "dra_v1_pb2",
     "dra_v1beta1_grpc",
     "dra_v1beta1_pb2",
+    "drahealth_grpc",
+    "drahealth_pb2",
     "pluginregistration_grpc",
     "pluginregistration_pb2",
     "podresources_grpc",
