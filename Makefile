@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 
-.PHONY: all venv demo test lint typecheck imports bench reproduce protos device-check lock clean
+.PHONY: all venv demo test lint typecheck imports bench fuzz reproduce protos device-check lock clean
 
 all: test
 
@@ -38,6 +38,10 @@ test: lint typecheck imports
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+# The fuzzers of `make test`, with many more random examples each (minutes, not seconds).
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -k test_fuzz_ --timeout 1800
 
 reproduce: $(STAMP)
 	$(BIN)/gpuslice sim openb --workload default --policies random,dotprod,clustering,packing,bestfit,fgd,fgd-cpu,fgd-cpu-sym --seeds 42-51 -j 2 --json out/openb-default.json

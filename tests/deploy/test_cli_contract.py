@@ -11,6 +11,7 @@ import click
 import pytest
 
 from gpuslice.cli.main import SUBCOMMANDS
+from gpuslice.plugin.serving_probe import SERVING_PROBE_TIMEOUT_S
 from tests.deploy.rendering import TARGETS, container, find
 
 DAEMONSETS = ("gpuslice-device-plugin", "gpuslice-label-writer")
@@ -114,3 +115,5 @@ def test_metrics_port_argument_matches_the_container_port(
     assert {p["name"]: p["containerPort"] for p in box["ports"]} == {"metrics": port}
     for probe in ("readinessProbe", "livenessProbe"):
         assert box[probe]["httpGet"]["port"] == "metrics"
+        # /healthz waits up to SERVING_PROBE_TIMEOUT_S for each gRPC server; the kubelet's default is 1 s.
+        assert box[probe].get("timeoutSeconds", 1) > SERVING_PROBE_TIMEOUT_S

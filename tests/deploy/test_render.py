@@ -21,7 +21,7 @@ ACCESS_KINDS = [
     "ClusterRole",
     "ClusterRoleBinding",
 ]
-EXPECTED_KINDS = sorted([*ACCESS_KINDS, "ConfigMap", "Service", "DaemonSet", "DaemonSet"])
+EXPECTED_KINDS = sorted([*ACCESS_KINDS, "ConfigMap", "Service", "NetworkPolicy", "DaemonSet", "DaemonSet"])
 # Per-node configs add the node reader: a ClusterRole (get, watch nodes) bound to both service accounts.
 NODE_READER_KINDS = sorted([*EXPECTED_KINDS, "ClusterRole", "ClusterRoleBinding"])
 

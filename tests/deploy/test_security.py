@@ -119,3 +119,18 @@ def test_images_are_pinned_by_digest(rendered: dict[str, list[dict[str, Any]]], 
     for name in (PLUGIN, LABEL_WRITER):
         image = container(_daemonset(rendered, target, name))["image"]
         assert re.fullmatch(r"[a-z0-9.\-/]+@sha256:[0-9a-f]{64}", image), f"{name}: {image} is not pinned by digest"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_only_the_scraper_reaches_the_metrics_port(rendered: dict[str, list[dict[str, Any]]], target: str) -> None:
+    policy = find(rendered[target], "NetworkPolicy", "gpuslice-metrics")
+    daemonset = _daemonset(rendered, target, PLUGIN)
+    pod_labels = daemonset["spec"]["template"]["metadata"]["labels"]
+    spec = policy["spec"]
+    assert spec["podSelector"]["matchLabels"].items() <= pod_labels.items(), "selects the plugin pods"
+    assert spec["policyTypes"] == ["Ingress"]
+    (rule,) = spec["ingress"]
+    ports = {p["name"]: p["containerPort"] for p in container(daemonset)["ports"]}
+    assert rule["ports"] == [{"port": "metrics", "protocol": "TCP"}] and "metrics" in ports
+    (source,) = rule["from"]  # one peer that needs both selectors: never an allow-all
+    assert source["namespaceSelector"]["matchLabels"] and source["podSelector"]["matchLabels"]

@@ -94,6 +94,12 @@ def nvidia_overrides(values: Mapping[str, str | None], environ: Mapping[str, str
     default=None,
     help="Serve /metrics, /healthz and /readyz on this port (0: any free port) [default: off].",
 )
+@click.option(
+    "--metrics-address",
+    envvar="METRICS_ADDRESS",
+    default="",
+    help="Bind /metrics, /healthz and /readyz to this address (127.0.0.1, a pod IP, ::) [default: every address].",
+)
 @click.option("--log-format", envvar="LOG_FORMAT", type=click.Choice(LOG_FORMATS), default="klog", show_default=True)
 @click.option(
     "-v",
@@ -129,6 +135,7 @@ def plugin(
     mig_checkpoint: str | None,
     log_level: str,
     metrics_port: int | None,
+    metrics_address: str,
     log_format: str,
     verbosity: int,
     cdi_spec_dir: str,
@@ -165,6 +172,7 @@ def plugin(
             pod_resources_socket=pod_resources_socket,
             mig_checkpoint=mig_checkpoint,
             metrics_port=metrics_port,
+            metrics_address=metrics_address,
             cdi_spec_dir=cdi_spec_dir,
             mps_control_command=mps_control_command,
             overrides=nvidia_overrides(nvidia, os.environ),

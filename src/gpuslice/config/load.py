@@ -10,7 +10,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from gpuslice.config.limits import MAX_CONFIG_BYTES
 from gpuslice.config.model import Config, describe_value
+from gpuslice.fsutil.safe_yaml import UnsafeYaml, load_yaml
+from gpuslice.fsutil.textread import InputFileError, read_bounded_text
 
 
 class ConfigError(ValueError):
@@ -32,17 +35,20 @@ def load_config(path: str | Path | None) -> LoadedConfig:
         return LoadedConfig(Config())
     source = str(path)
     try:
-        text = Path(path).read_text()
+        text = read_bounded_text(path, "config", MAX_CONFIG_BYTES)
     except OSError as exc:
         raise ConfigError(f"unable to load config: error opening config file {source}: {exc.strerror or exc}") from exc
+    except InputFileError as exc:
+        raise ConfigError(str(exc)) from exc
     return parse_config_text(text, source)
 
 
 def parse_config_text(text: str, source: str = "<config>") -> LoadedConfig:
     """Parse YAML (JSON is YAML) text into a LoadedConfig."""
     try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data, root = load_yaml(text)
+    except UnsafeYaml as exc:  # well-formed, but a bomb or too deep: say which limit
+        raise ConfigError(f"unable to parse config file {source}: {exc}") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source

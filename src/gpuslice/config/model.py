@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 from pydantic.functional_validators import BeforeValidator
 
+from gpuslice.config.limits import MAX_REPLICAS
 from gpuslice.gpu.refs import InvalidDeviceReference, parse_device_reference
 
 RESOURCE_PREFIX = "nvidia.com/"
@@ -235,6 +236,8 @@ class ReplicatedResource(_Model):
             raise ValueError(f"replicas must be an integer, got {value!r}")
         if value < 1:
             raise ValueError("number of replicas must be >= 2")
+        if value > MAX_REPLICAS:
+            raise ValueError(f"{value} replicas is over the limit of {MAX_REPLICAS} (see docs/security.md)")
         return value
 
     @field_validator("devices", mode="before")
