@@ -48,3 +48,12 @@ def test_a_damaged_file_is_set_aside(tmp_path: Path, damage: object) -> None:
 
 def test_a_missing_file_is_an_empty_checkpoint(tmp_path: Path) -> None:
     assert ClaimCheckpoint(tmp_path / "none.json", "node-a").load() == {}
+
+
+def test_an_oversized_file_is_set_aside_unread(tmp_path: Path) -> None:
+    from gpuslice.dra.checkpoint import MAX_BYTES
+
+    path = tmp_path / "checkpoint.json"
+    path.write_bytes(b" " * (MAX_BYTES + 1))
+    assert ClaimCheckpoint(path, "node-a").load() == {}
+    assert path.with_name("checkpoint.json.corrupt").exists()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gpuslice.fsutil import atomic_write_text
+from gpuslice.fsutil.textread import InputFileError, read_bounded_text
 
 log = logging.getLogger("gpuslice.dra")
 
@@ -141,12 +142,10 @@ class ClaimCheckpoint:
 
     def load(self) -> dict[str, ClaimRecord]:
         try:
-            if self.path.stat().st_size > MAX_BYTES:
-                raise CheckpointCorrupt(f"larger than {MAX_BYTES} bytes")
-            return decode(self.path.read_text(encoding="utf-8"), self.node)
+            return decode(read_bounded_text(self.path, "DRA checkpoint", MAX_BYTES), self.node)
         except FileNotFoundError:
             return {}
-        except (CheckpointCorrupt, UnicodeDecodeError) as exc:
+        except (CheckpointCorrupt, InputFileError) as exc:
             aside = self.path.with_name(self.path.name + ".corrupt")
             self.path.replace(aside)
             log.error("DRA checkpoint %s is unusable (%s); moved to %s, starting with no prepared claims",
