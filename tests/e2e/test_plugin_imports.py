@@ -28,6 +28,7 @@ NOT_ON_PLUGIN_PATH = (
     "gpuslice.demo",
     "gpuslice.advise",
     "gpuslice.labels",
+    "gpuslice.dra",
     "gpuslice.kubelet",
 )
 NOT_ON_HELP_PATH = (*NOT_ON_PLUGIN_PATH, "grpc", "google.protobuf", "pydantic", "yaml", "gpuslice.plugin")
