@@ -32,8 +32,20 @@ def test_spread_is_the_mean_and_the_sample_standard_deviation() -> None:
 
 def test_seeds_give_mean_and_sd_in_the_table_and_the_json() -> None:
     result = CliRunner().invoke(
-        cli, ["sim", "compare", "--trace", "synthetic:jobs=60,nodes=2", "--policies", "best-fit", "--seeds", "0-2",
-              "--json", "-", "--markdown"]
+        cli,
+        [
+            "sim",
+            "compare",
+            "--trace",
+            "synthetic:jobs=60,nodes=2",
+            "--policies",
+            "best-fit",
+            "--seeds",
+            "0-2",
+            "--json",
+            "-",
+            "--markdown",
+        ],
     )
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)

@@ -1,4 +1,4 @@
-"""`--out DIR`: jobs.csv, timeline.csv and summary.json read back with the csv module, with known answers and invariants."""
+"""`--out DIR`: jobs.csv, timeline.csv and summary.json read back with csv, with known values and invariants."""
 
 from __future__ import annotations
 

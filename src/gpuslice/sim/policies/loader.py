@@ -27,7 +27,7 @@ def load_policy(reference: str) -> Callable[[], PlacementPolicy]:
     except LoadError as exc:
         raise PolicyLoadError(str(exc)) from exc
     if not callable(factory):
-        raise PolicyLoadError(f"{reference!r} is a {type(factory).__name__}, not a policy class")
+        raise PolicyLoadError(f"{reference!r} is not a policy class (it is of type {type(factory).__name__})")
     try:
         policy = factory()
     except Exception as exc:  # the user's constructor: say what failed instead of crashing
