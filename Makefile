@@ -5,13 +5,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 
-.PHONY: all venv demo test lint typecheck imports bench reproduce protos device-check clean
+.PHONY: all venv demo test lint typecheck imports bench fuzz reproduce protos device-check lock clean
 
 all: test
 
-$(STAMP): requirements.lock pyproject.toml
+# requirements/dev.lock pins and hashes every package (runtime, simulator, tools, build backend): `make lock`.
+$(STAMP): requirements/dev.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r requirements/dev.lock
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
@@ -38,6 +39,10 @@ test: lint typecheck imports
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
+# The fuzzers of `make test`, with many more random examples each (minutes, not seconds).
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -k test_fuzz_ --timeout 1800
+
 reproduce: $(STAMP)
 	$(BIN)/gpuslice sim openb --workload default --policies random,dotprod,clustering,packing,bestfit,fgd,fgd-cpu,fgd-cpu-sym --seeds 42-51 -j 2 --json out/openb-default.json
 	$(BIN)/gpuslice sim openb-report --json out/openb-default.json --plot out/openb-default.png
@@ -47,6 +52,11 @@ protos: $(STAMP)
 
 device-check: $(STAMP)
 	$(BIN)/python tools/device_check.py
+
+# Re-resolve requirements/{runtime,build,dev}.lock from pyproject.toml with the pinned uv, keeping every pin
+# that still fits; `make lock UPGRADE=1` moves all pins to the newest allowed releases.
+lock: $(STAMP)
+	$(BIN)/python tools/lock.py $(if $(UPGRADE),--upgrade)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache out

@@ -11,7 +11,6 @@ from gpuslice.allocation import (
     AllocationError,
     ContainerEdits,
     DeviceNode,
-    DuplicateDevice,
     EmptyRequest,
     IdTooLong,
     Mount,
@@ -111,8 +110,6 @@ def test_answers_serialise_for_json() -> None:
 GPU0 = "{gpu0}"
 BAD_REQUESTS = [
     # (config, device ids, unhealthy ids, error type, text that must appear)
-    ("", [], [], EmptyRequest, "empty request"),
-    ("", [GPU0, GPU0], [], DuplicateDevice, "duplicate device: {gpu0}"),
     ("", ["GPU-nope"], [], UnknownDevice, "unknown device: GPU-nope"),
     ("", [GPU0 + "::0"], [], UnknownDevice, "unknown device: {gpu0}::0"),
     (TIME_SLICED, [GPU0], [], UnknownDevice, "unknown device: {gpu0}"),

@@ -52,8 +52,8 @@ BAD_CONFIGS: list[tuple[str, str, str]] = [
     ),
     (
         "devices-float",
-        TS + "    - name: gpu\n      replicas: 2\n      devices: 2.0\n",
-        "unrecognized type for devices spec: 2.0",
+        TS + "    - name: gpu\n      replicas: 2\n      devices: 2.5\n",
+        "unrecognized type for devices spec: 2.5",
     ),
     (
         "name-too-long",

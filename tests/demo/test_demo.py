@@ -33,10 +33,13 @@ def test_walkthrough_covers_three_modes_and_both_proofs_hold() -> None:
         assert mode.allocation.envs["NVIDIA_VISIBLE_DEVICES"]
         assert "/dev/nvidiactl" in mode.allocation.device_nodes
     assert len(report.proofs) == 2 and report.ok
+    assert report.cdi is not None and report.cdi.holds
+    assert any(m.endswith(".so." + "550.127.08") for m in report.cdi.mounts)
+    assert {"create-symlinks", "update-ldcache"} <= set(report.cdi.hooks)
     assert "allocatable 16 -> 12" in " ".join(report.proofs[1].evidence)
 
     text = render_text(report)
-    for needle in ("1. Whole GPUs", "16 = 4 GPUs x 4 replicas", "nvidia.com/mig-1g.10gb", "[ok]", "no isolation"):
+    for needle in ("1. Whole GPUs", "16 = 4 GPUs x 4 replicas", "nvidia.com/mig-1g.10gb", "[ok]", "5. CDI"):
         assert needle in text
     assert "\x1b[" not in text, "plain text when piped"
 

@@ -16,7 +16,16 @@ import yaml
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = PROJECT_ROOT / "deploy"
 # Every kustomization a user may apply; a new overlay must be added here (and to the security expectations).
-TARGETS = ("base", "overlays/time-slicing", "overlays/mps", "overlays/mig-mixed")
+TARGETS = (
+    "base",
+    "overlays/time-slicing",
+    "overlays/mps",
+    "overlays/mig-mixed",
+    "overlays/per-node-config",
+    "overlays/cdi",
+)
+# Targets whose pods read their Node through the API server (per-node configs chosen by a node label).
+PER_NODE_TARGETS = ("overlays/per-node-config",)
 # Our kustomizations use `resources: [../../base]` and `patches:`, which need kustomize v4 or newer
 # (kubectl 1.21+). Debian 12's kubernetes-client is kubectl 1.20.2 with kustomize v2.0.3, which has neither.
 MIN_KUSTOMIZE_MAJOR = 4
@@ -55,13 +64,13 @@ def kustomize_major(kubectl: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def render(kubectl: str, target: str) -> list[dict[str, Any]]:
-    """`kubectl kustomize deploy/<target>` as a list of objects; a deprecation warning counts as a failure."""
-    result = subprocess.run(
-        [kubectl, "kustomize", str(DEPLOY / target)], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert result.returncode == 0, f"kubectl kustomize deploy/{target} failed:\n{result.stderr}"
-    assert "Warning" not in result.stderr, f"deploy/{target} uses deprecated kustomize fields:\n{result.stderr}"
+def render(kubectl: str, target: str | Path) -> list[dict[str, Any]]:
+    """`kubectl kustomize deploy/<target>` (or a kustomization directory) as a list of objects; a deprecation
+    warning counts as a failure."""
+    where = target if isinstance(target, Path) else DEPLOY / target
+    result = subprocess.run([kubectl, "kustomize", str(where)], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, f"kubectl kustomize {where} failed:\n{result.stderr}"
+    assert "Warning" not in result.stderr, f"{where} uses deprecated kustomize fields:\n{result.stderr}"
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
 

@@ -11,6 +11,7 @@ import click
 import pytest
 
 from gpuslice.cli.main import SUBCOMMANDS
+from gpuslice.plugin.serving_probe import SERVING_PROBE_TIMEOUT_S
 from tests.deploy.rendering import TARGETS, container, find
 
 DAEMONSETS = ("gpuslice-device-plugin", "gpuslice-label-writer")
@@ -65,7 +66,7 @@ def _pod_view(objects: list[dict[str, Any]], daemonset: dict[str, Any], root: Pa
     for entry in box.get("env", []):
         value = entry["value"] if "value" in entry else FIELD_VALUES[entry["valueFrom"]["fieldRef"]["fieldPath"]]
         for mount_path, local_path in moved.items():
-            value = value.replace(mount_path, local_path)
+            value = local_path if value == mount_path.rstrip("/") else value.replace(mount_path, local_path)
         env[entry["name"]] = value
     # The kubelet expands $(VAR) in args from the container's env.
     args = [re.sub(r"\$\((\w+)\)", lambda m: env.get(m.group(1), m.group(0)), arg) for arg in box["args"]]
@@ -114,3 +115,5 @@ def test_metrics_port_argument_matches_the_container_port(
     assert {p["name"]: p["containerPort"] for p in box["ports"]} == {"metrics": port}
     for probe in ("readinessProbe", "livenessProbe"):
         assert box[probe]["httpGet"]["port"] == "metrics"
+        # /healthz waits up to SERVING_PROBE_TIMEOUT_S for each gRPC server; the kubelet's default is 1 s.
+        assert box[probe].get("timeoutSeconds", 1) > SERVING_PROBE_TIMEOUT_S

@@ -14,20 +14,35 @@ from gpuslice.cli.advise_cmd import advise
 from gpuslice.config import parse_config_text
 from tests.deploy.rendering import DEPLOY, TARGETS, find
 
-EXPECTED = {  # target -> (sharing strategy, MIG strategy)
-    "base": ("none", "none"),
-    "overlays/time-slicing": ("time-slicing", "none"),
-    "overlays/mps": ("mps", "none"),
-    "overlays/mig-mixed": ("none", "mixed"),
+EXPECTED = {  # target -> ConfigMap key -> (sharing strategy, MIG strategy, device list strategy)
+    "base": {"config.yaml": ("none", "none", ("envvar",))},
+    "overlays/time-slicing": {"config.yaml": ("time-slicing", "none", ("envvar",))},
+    "overlays/mps": {"config.yaml": ("mps", "none", ("envvar",))},
+    "overlays/mig-mixed": {"config.yaml": ("none", "mixed", ("envvar",))},
+    "overlays/per-node-config": {  # one config per node-label value; "default" for unlabelled nodes
+        "default": ("none", "none", ("envvar",)),
+        "a100-mig": ("none", "mixed", ("envvar",)),
+        "l4-time-slicing": ("time-slicing", "none", ("envvar",)),
+    },
+    "overlays/cdi": {"config.yaml": ("none", "none", ("cdi-cri",))},
 }
+# Overlays whose config is what `gpuslice advise` prints (the file quotes the command).
+ADVISED = ("overlays/time-slicing", "overlays/mps", "overlays/mig-mixed")
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_shipped_config_loads_without_warnings(rendered: dict[str, list[dict[str, Any]]], target: str) -> None:
-    text = find(rendered[target], "ConfigMap")["data"]["config.yaml"]
-    loaded = parse_config_text(text, f"deploy/{target}/config.yaml")
-    assert loaded.warnings == ()
-    assert (loaded.config.sharing.strategy, loaded.config.flags.mig_strategy) == EXPECTED[target]
+def test_shipped_configs_load_without_warnings(rendered: dict[str, list[dict[str, Any]]], target: str) -> None:
+    found = {}
+    for key, text in find(rendered[target], "ConfigMap")["data"].items():
+        loaded = parse_config_text(text, f"deploy/{target}: {key}")
+        assert loaded.warnings == (), key
+        config = loaded.config
+        found[key] = (
+            config.sharing.strategy,
+            config.flags.mig_strategy,
+            tuple(config.flags.plugin.device_list_strategy),
+        )
+    assert found == EXPECTED[target]
 
 
 def _advise_commands(target: str) -> list[list[str]]:
@@ -35,7 +50,7 @@ def _advise_commands(target: str) -> list[list[str]]:
     return [shlex.split(line.lstrip("# "))[2:] for line in lines if line.lstrip("# ").startswith("gpuslice advise ")]
 
 
-@pytest.mark.parametrize("target", [t for t in TARGETS if t != "base"])
+@pytest.mark.parametrize("target", ADVISED)
 def test_overlay_config_is_what_advise_prints(target: str) -> None:
     commands = _advise_commands(target)
     assert len(commands) == 1, f"deploy/{target}/config.yaml should quote the advise command it came from"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.deploy.rendering import DEPLOY, TARGETS, container, find
+from tests.deploy.rendering import DEPLOY, PER_NODE_TARGETS, TARGETS, container, find, render
 
 NAMESPACE = "gpuslice-system"
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
@@ -19,7 +21,9 @@ ACCESS_KINDS = [
     "ClusterRole",
     "ClusterRoleBinding",
 ]
-EXPECTED_KINDS = sorted([*ACCESS_KINDS, "ConfigMap", "Service", "DaemonSet", "DaemonSet"])
+EXPECTED_KINDS = sorted([*ACCESS_KINDS, "ConfigMap", "Service", "NetworkPolicy", "DaemonSet", "DaemonSet"])
+# Per-node configs add the node reader: a ClusterRole (get, watch nodes) bound to both service accounts.
+NODE_READER_KINDS = sorted([*EXPECTED_KINDS, "ClusterRole", "ClusterRoleBinding"])
 
 
 def test_every_kustomization_is_tested() -> None:
@@ -29,7 +33,8 @@ def test_every_kustomization_is_tested() -> None:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_renders_the_same_set_of_objects(rendered: dict[str, list[dict[str, Any]]], target: str) -> None:
-    assert sorted(o["kind"] for o in rendered[target]) == EXPECTED_KINDS
+    expected = NODE_READER_KINDS if target in PER_NODE_TARGETS else EXPECTED_KINDS
+    assert sorted(o["kind"] for o in rendered[target]) == expected
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -84,16 +89,40 @@ def test_rbac_binds_the_label_writer_to_what_it_writes(rendered: dict[str, list[
             "verbs": ["get", "list", "create", "update", "patch"],
         }
     ]
-    assert find(objects, "ClusterRole")["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+    reader = find(objects, "ClusterRole", "gpuslice-label-writer")
+    assert reader["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
     label_writer = find(objects, "DaemonSet", "gpuslice-label-writer")["spec"]["template"]["spec"]
     account = label_writer["serviceAccountName"]
     for binding_kind, role_kind in (("RoleBinding", "Role"), ("ClusterRoleBinding", "ClusterRole")):
-        binding = find(objects, binding_kind)
+        binding = find(objects, binding_kind, account)
         assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": account}
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
     accounts = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ServiceAccount"}
     assert accounts[account].get("automountServiceAccountToken", True) is True
     plugin = find(objects, "DaemonSet", "gpuslice-device-plugin")["spec"]["template"]["spec"]
-    # The plugin has no business with the API server: no RBAC, and no token in the pod.
-    assert plugin["automountServiceAccountToken"] is False
-    assert accounts[plugin["serviceAccountName"]]["automountServiceAccountToken"] is False
+    plugin_account = accounts[plugin["serviceAccountName"]]
+    if target not in PER_NODE_TARGETS:
+        # The plugin has no business with the API server: no RBAC, and no token in the pod.
+        assert plugin["automountServiceAccountToken"] is False
+        assert plugin_account["automountServiceAccountToken"] is False
+        return
+    # Per-node configs: both read (get, watch) Node objects and nothing else; the plugin gets a token for it.
+    assert plugin["automountServiceAccountToken"] is True and plugin_account["automountServiceAccountToken"] is True
+    node_reader = find(objects, "ClusterRole", "gpuslice-node-config")
+    assert node_reader["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "watch"]}]
+    binding = find(objects, "ClusterRoleBinding", "gpuslice-node-config")
+    assert binding["roleRef"]["name"] == "gpuslice-node-config"
+    assert sorted(s["name"] for s in binding["subjects"]) == ["gpuslice-device-plugin", "gpuslice-label-writer"]
+
+
+def test_the_runtime_class_component_sets_both_daemonsets(kubectl: str, tmp_path: Path) -> None:
+    # How docs/install.md says to use it: from your own kustomization, on top of an overlay (kustomize wants
+    # relative paths there).
+    deploy = os.path.relpath(DEPLOY, tmp_path)
+    (tmp_path / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources: [{deploy}/overlays/time-slicing]\ncomponents: [{deploy}/components/runtime-class]\n"
+    )
+    objects = render(kubectl, tmp_path)
+    for name in ("gpuslice-device-plugin", "gpuslice-label-writer"):
+        assert find(objects, "DaemonSet", name)["spec"]["template"]["spec"]["runtimeClassName"] == "nvidia"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -16,7 +17,11 @@ EXTRA_PRIVILEGE: dict[str, dict[str, tuple[set[str], bool]]] = {
     "overlays/time-slicing": {PLUGIN: (set(), False), LABEL_WRITER: (set(), False)},
     "overlays/mps": {PLUGIN: ({"SYS_ADMIN"}, True), LABEL_WRITER: (set(), False)},
     "overlays/mig-mixed": {PLUGIN: ({"SYS_ADMIN"}, False), LABEL_WRITER: ({"SYS_ADMIN"}, False)},
+    # One of its named configs uses MIG, so it carries MIG's privileges (components/mig).
+    "overlays/per-node-config": {PLUGIN: ({"SYS_ADMIN"}, False), LABEL_WRITER: ({"SYS_ADMIN"}, False)},
+    "overlays/cdi": {PLUGIN: (set(), False), LABEL_WRITER: (set(), False)},
 }
+MIG_TARGETS = ("overlays/mig-mixed", "overlays/per-node-config")
 HOST_PATHS: dict[str, dict[str, dict[str, bool]]] = {  # host path -> mounted read-only?
     "base": {
         PLUGIN: {"/var/lib/kubelet/device-plugins": False, "/var/lib/kubelet/pod-resources": True},
@@ -25,6 +30,11 @@ HOST_PATHS: dict[str, dict[str, dict[str, bool]]] = {  # host path -> mounted re
 }
 HOST_PATHS["overlays/time-slicing"] = HOST_PATHS["base"]
 HOST_PATHS["overlays/mig-mixed"] = HOST_PATHS["base"]
+HOST_PATHS["overlays/per-node-config"] = HOST_PATHS["base"]
+HOST_PATHS["overlays/cdi"] = {  # the CDI spec is written where the container runtime reads it
+    PLUGIN: {**HOST_PATHS["base"][PLUGIN], "/var/run/cdi": False},
+    LABEL_WRITER: {},
+}
 HOST_PATHS["overlays/mps"] = {
     PLUGIN: {**HOST_PATHS["base"][PLUGIN], "/run/nvidia/mps": False, "/run/nvidia/mps/shm": False},
     LABEL_WRITER: {},
@@ -57,7 +67,7 @@ def test_who_runs_as_root(rendered: dict[str, list[dict[str, Any]]], target: str
     # where it needs SYS_ADMIN to be effective.
     assert container(_daemonset(rendered, target, PLUGIN))["securityContext"]["runAsUser"] == 0
     writer = container(_daemonset(rendered, target, LABEL_WRITER))["securityContext"]
-    if target == "overlays/mig-mixed":
+    if target in MIG_TARGETS:
         assert writer["runAsUser"] == 0 and writer["runAsNonRoot"] is False
     else:
         assert writer["runAsUser"] != 0 and writer["runAsNonRoot"] is True
@@ -76,8 +86,9 @@ def test_host_paths(rendered: dict[str, list[dict[str, Any]]], target: str, name
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_mps_root_matches_the_config(rendered: dict[str, list[dict[str, Any]]], target: str) -> None:
-    config = yaml.safe_load(find(rendered[target], "ConfigMap")["data"]["config.yaml"])
-    root = config.get("flags", {}).get("mpsRoot")
+    configs = [yaml.safe_load(text) for text in find(rendered[target], "ConfigMap")["data"].values()]
+    roots = {config.get("flags", {}).get("mpsRoot") for config in configs} - {None}
+    root = roots.pop() if roots else None
     mounts = {m["mountPath"] for m in container(_daemonset(rendered, target, PLUGIN))["volumeMounts"]}
     # Allocate hands workloads host paths under mpsRoot, so the plugin must see them at the same path.
     assert (root is not None) == (target == "overlays/mps")
@@ -100,3 +111,26 @@ def test_plugin_scheduling_conventions(rendered: dict[str, list[dict[str, Any]]]
     ]
     writer = _daemonset(rendered, target, LABEL_WRITER)["spec"]["template"]["spec"]
     assert writer["affinity"] == pod["affinity"] and writer["tolerations"] == pod["tolerations"]
+    assert writer.get("priorityClassName") == "system-node-critical"  # labels gate scheduling: keep them running
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_images_are_pinned_by_digest(rendered: dict[str, list[dict[str, Any]]], target: str) -> None:
+    for name in (PLUGIN, LABEL_WRITER):
+        image = container(_daemonset(rendered, target, name))["image"]
+        assert re.fullmatch(r"[a-z0-9.\-/]+@sha256:[0-9a-f]{64}", image), f"{name}: {image} is not pinned by digest"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_only_the_scraper_reaches_the_metrics_port(rendered: dict[str, list[dict[str, Any]]], target: str) -> None:
+    policy = find(rendered[target], "NetworkPolicy", "gpuslice-metrics")
+    daemonset = _daemonset(rendered, target, PLUGIN)
+    pod_labels = daemonset["spec"]["template"]["metadata"]["labels"]
+    spec = policy["spec"]
+    assert spec["podSelector"]["matchLabels"].items() <= pod_labels.items(), "selects the plugin pods"
+    assert spec["policyTypes"] == ["Ingress"]
+    (rule,) = spec["ingress"]
+    ports = {p["name"]: p["containerPort"] for p in container(daemonset)["ports"]}
+    assert rule["ports"] == [{"port": "metrics", "protocol": "TCP"}] and "metrics" in ports
+    (source,) = rule["from"]  # one peer that needs both selectors: never an allow-all
+    assert source["namespaceSelector"]["matchLabels"] and source["podSelector"]["matchLabels"]

@@ -51,6 +51,12 @@ def test_fake_implements_exactly_the_protocol() -> None:
     assert fake_calls(dgx_h100()) == PROTOCOL_CALLS
 
 
+STRUCT_FIELDS = {
+    "c_nvmlGpuInstancePlacement_t": ["start", "size"],
+    "c_nvmlGpuFabricInfo_t": ["clusterUuid", "status", "cliqueId", "state"],
+}
+
+
 @pytest.mark.parametrize("name", PROTOCOL_CALLS)
 def test_real_binding_has_every_call_with_compatible_arity(name: str) -> None:
     real = getattr(pynvml, name)
@@ -58,7 +64,7 @@ def test_real_binding_has_every_call_with_compatible_arity(name: str) -> None:
         assert real is ctypes.byref
         return
     if inspect.isclass(real):  # a ctypes structure, built from its fields
-        assert [field[0] for field in vars(real)["_fields_"]] == ["start", "size"]
+        assert [field[0] for field in vars(real)["_fields_"]] == STRUCT_FIELDS[name]
         return
     ours = [p for p in inspect.signature(getattr(NvmlLibrary, name)).parameters if p != "self"]
     theirs = inspect.signature(real).parameters.values()

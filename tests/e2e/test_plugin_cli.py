@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from gpuslice.cli.main import cli
 from gpuslice.kubelet import MockKubelet
+from tests.support.hostile import BOMB
 from tests.support.process import PLUGIN_ENV, finish, plugin_process
 from tests.support.specs import h100_mig_spec
 
@@ -88,6 +89,19 @@ BAD_INPUT = [
         ["--node-spec", "{spec}", "--config-file", "{config}"],
         "more than one MIG device type",
     ),
+    # Hostile files: bad bytes and bombs are refused by name, at start, before anything is served.
+    (
+        {"config": "version: v1\nflags: {migStrategy: \udcff}\n"},
+        ["--config-file", "{config}"],
+        "not UTF-8 text (byte 0xff at offset 33)",
+    ),
+    ({"spec": "name: \udc80\ngpus: []\n"}, ["--node-spec", "{spec}"], "invalid node spec"),
+    ({"config": BOMB}, ["--config-file", "{config}"], "expands to more than"),
+    (
+        {"config": "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 100000000}]}}\n"},
+        ["--config-file", "{config}"],
+        "over the limit of 16384",
+    ),
 ]
 
 
@@ -97,7 +111,7 @@ def test_bad_input_exits_2_naming_the_key_and_registers_nothing(
 ) -> None:
     paths = {name: str(tmp_path / name) for name in files} | {"missing": str(tmp_path / "missing.yaml")}
     for name, content in files.items():
-        Path(paths[name]).write_text(content)
+        Path(paths[name]).write_bytes(content.encode("utf-8", "surrogateescape"))
     base = ["plugin", "--backend", "fake", "--kubelet-socket", str(kubelet.socket_path)]
     # In-process through the same click command (a real process costs a second; one is checked below).
     result = CliRunner().invoke(cli, [*base, *(a.format(**paths) for a in args)], env=CLEAN_ENV)

@@ -16,8 +16,6 @@ LONG = "GPU-" + "f" * 20_000
 # (container requests with {g0} for GPU 0's UUID, text the error details must contain)
 BAD_ALLOCATES = [
     ([], "empty request: no container requests"),
-    ([[]], "empty request: container request 0 has no device IDs"),
-    ([["{g0}::1", "{g0}::1"]], "duplicate device: {g0}::1"),
     ([["{g0}::0"], ["{g0}::2", "GPU-unknown"]], "unknown device: GPU-unknown"),
     ([["{g0}"]], "unknown device: {g0}"),
     ([["{g0}::9"]], "unknown device: {g0}::9 ({g0} has 4 replicas"),
@@ -41,6 +39,17 @@ def test_bad_allocate_is_invalid_argument_and_the_server_survives(
     good = stub.Allocate(allocate_request([f"{g0}::1"]), timeout=TIMEOUT_S)
     assert good.container_responses[0].envs["NVIDIA_VISIBLE_DEVICES"] == g0
     assert kubelet.admit_one("after", "nvidia.com/gpu").device_ids
+
+
+def test_repeated_ids_and_an_empty_list_are_answered(kubelet: MockKubelet, start_plugin: StartPlugin) -> None:
+    plugin = start_plugin(config=TIME_SLICED)
+    g0 = plugin.node.gpus[0].uuid
+    stub = kubelet.plugin_stub("nvidia.com/gpu")
+    answer = stub.Allocate(allocate_request([f"{g0}::1", f"{g0}::1"], []), timeout=TIMEOUT_S)
+    repeated, empty = answer.container_responses
+    assert repeated.envs["NVIDIA_VISIBLE_DEVICES"] == g0
+    assert [d.container_path for d in repeated.devices].count("/dev/nvidia0") == 1
+    assert empty.envs["NVIDIA_VISIBLE_DEVICES"] == ""
 
 
 def test_request_size_rule_when_fail_requests_greater_than_one(kubelet: MockKubelet, start_plugin: StartPlugin) -> None:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from gpuslice.allocation.cdi_resolve import load_specs, resolve
 from gpuslice.cli.plugin_cmd import nvidia_overrides
 from gpuslice.config import ConfigError
+from gpuslice.discovery import load_node_spec
+from gpuslice.discovery.driver_files_fake import build_fake_driver_root
 from gpuslice.kubelet import MockKubelet
 from tests.support import process as support
 from tests.support.mps_program import write_fake_program
@@ -48,7 +50,7 @@ def test_flags_win_over_env_vars(flags: dict[str, str], environ: dict[str, str],
 
 
 def test_a_bad_boolean_in_the_environment_names_the_variable() -> None:
-    with pytest.raises(ConfigError, match="PASS_DEVICE_SPECS: invalid boolean 'maybe'"):
+    with pytest.raises(ConfigError, match=r"PASS_DEVICE_SPECS \(config flags.plugin.passDeviceSpecs\): invalid"):
         nvidia_overrides({}, {"PASS_DEVICE_SPECS": "maybe"})
 
 
@@ -60,15 +62,20 @@ def stop(process: subprocess.Popen[str], signalled: bool = True) -> tuple[int, s
     return support.finish(process, signal.SIGTERM if signalled else None, timeout=WAIT_S)
 
 
+DRIVER_VERSION = load_node_spec(None).node.driver_version  # what the fake node's NVML would report
+
+
 def test_mps_daemons_and_cdi_spec_follow_the_process(kubelet: MockKubelet, workdir: Path) -> None:
     program = write_fake_program(workdir / "bin")
     config = workdir / "config.yaml"
     config.write_text("sharing: {mps: {resources: [{name: gpu, replicas: 4}]}}\n")
     mps_root, cdi_dir = workdir / "mps", workdir / "cdi"
+    driver_root = build_fake_driver_root(workdir / "driver", version=DRIVER_VERSION)
     process = plugin_process(
         ["--config-file", str(config), "--kubelet-socket", str(kubelet.socket_path), "--cdi-spec-dir", str(cdi_dir),
-         "--device-list-strategy", "cdi-cri,envvar"],
-        {"MPS_ROOT": str(mps_root), "MPS_CONTROL_COMMAND": str(program.path), "DEVICE_LIST_STRATEGY": "volume-mounts"},
+         "--device-list-strategy", "cdi-cri,envvar", "--container-driver-root", str(driver_root)],
+        {"MPS_ROOT": str(mps_root), "MPS_CONTROL_COMMAND": str(program.path), "DEVICE_LIST_STRATEGY": "volume-mounts",
+         "NVIDIA_DRIVER_ROOT": "/run/nvidia/driver", "CDI_DISABLE_HOOKS": "enable-cuda-compat"},
     )  # fmt: skip
     try:
         assert kubelet.wait_for(resource=GPU, allocatable=16, timeout=WAIT_S)
@@ -80,11 +87,14 @@ def test_mps_daemons_and_cdi_spec_follow_the_process(kubelet: MockKubelet, workd
         assert allocation.envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "25"
         assert allocation.envs["NVIDIA_VISIBLE_DEVICES"] == allocation.envs["CUDA_VISIBLE_DEVICES"] == physical
         assert allocation.cdi_devices == [f"k8s.device-plugin.nvidia.com/gpu={physical}"]
-        spec = json.loads((cdi_dir / "k8s.device-plugin.nvidia.com-gpu.json").read_text())
-        assert physical in [device["name"] for device in spec["devices"]]
+        edits = resolve(load_specs(cdi_dir), allocation.cdi_devices)
+        assert f"/usr/lib/x86_64-linux-gnu/libcuda.so.{DRIVER_VERSION}" in edits.mount_paths
+        assert edits.mounts[0]["hostPath"].startswith("/run/nvidia/driver/")
+        assert "enable-cuda-compat" not in edits.hook_names and "update-ldcache" in edits.hook_names
     finally:
         code, err = stop(process)
     assert code == 0, err
+    assert list(cdi_dir.iterdir()) == [], "the plugin removes the specs it wrote when it stops"
     assert program.commands()[:2] == ["-d", "get_default_active_thread_percentage"]
     assert program.commands()[-1] == "quit"
     assert "set_default_active_thread_percentage 25" in program.commands()

@@ -149,8 +149,8 @@ def test_klog_line_format(level: int, letter: str) -> None:
 
 def test_klog_line_carries_the_traceback() -> None:
     text = KlogFormatter(utc=True).format(record("failed", logging.ERROR, exc=True))
-    assert text.startswith("E1129 09:12:01.123456   12345 run.py:42] failed\nTraceback")
-    assert text.endswith("ValueError: boom")
+    assert text.startswith("E1129 09:12:01.123456   12345 run.py:42] failed\n\tTraceback")
+    assert text.endswith("\n\tValueError: boom")  # indented: no traceback line can pass for a log entry
 
 
 def test_json_line_format() -> None:

@@ -16,6 +16,7 @@ from gpuslice.discovery import Backend, MigControl, RecordingMigControl, parse_n
 from gpuslice.gpu import Node
 from gpuslice.kubelet import MockKubelet
 from gpuslice.mps import FakeMpsControl
+from tests.support.hostile import BOMB
 from tests.support.plugin import build_app
 from tests.support.process import plugin_process
 from tests.support.specs import h100_mig_spec
@@ -101,11 +102,14 @@ def test_an_invalid_config_is_refused_and_the_old_one_keeps_serving(
         INVALID,
         MIXED + "sharing: {mps: {resources: [{name: gpu, replicas: 2}]}}",
         "flags: {migStrategy: single}",
+        BOMB,  # an alias bomb or a runaway count must not reach a running plugin's memory either
+        "sharing: {timeSlicing: {resources: [{name: gpu, replicas: 100000000}]}}",
     ):
         assert not plugin.reload(bad)
     assert "reload refused, still serving the previous config" in caplog.text
     assert "no resources specified" in caplog.text and "more than one MIG device type" in caplog.text
-    assert plugin.reloader.failed_reloads == 3 and plugin.reloader.served.config.sharing.time_slicing is not None
+    assert "expands to more than" in caplog.text and "over the limit of 16384" in caplog.text
+    assert plugin.reloader.failed_reloads == 5 and plugin.reloader.served.config.sharing.time_slicing is not None
     assert kubelet.registration_count("nvidia.com/mig-1g.10gb") == 1
     assert kubelet.admit_one("pod", "nvidia.com/mig-1g.10gb").device_ids[0].startswith("MIG-")
 

@@ -127,7 +127,7 @@ def test_impossible_combinations_are_refused(gpus: list[dict[str, Any]], config:
         ("{name: gpu, rename: my-gpu, replicas: 2}", "Setting the 'rename' field in sharing.timeSlicing.resources"),
         ("{name: gpu, devices: [0], replicas: 2}", "Customizing the 'devices' field in sharing.timeSlicing"),
         ("{name: mig-1g.10gb, replicas: 2}", "no device is advertised as nvidia.com/mig-1g.10gb"),
-        ("{name: gpu, replicas: 2}, {name: gpu, replicas: 3}", "resources[1]: no unshared device of nvidia.com/gpu"),
+        ("{name: gpu, replicas: 2}, {name: gpu, replicas: 3}", "listed more than once; advertising the union"),
     ],
 )
 def test_ignored_keys_warn_and_name_the_key(entry: str, warning: str) -> None:

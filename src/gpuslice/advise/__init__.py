@@ -15,7 +15,7 @@ from gpuslice.advise.decide import (
     recommend,
 )
 from gpuslice.advise.gpu_models import GpuFacts, UnknownGpuModel, resolve_gpu
-from gpuslice.advise.isolation import ISOLATION, MECHANISMS, Isolation, Mechanism
+from gpuslice.advise.isolation import ISOLATION, MECHANISMS, IsolationProfile, Mechanism
 from gpuslice.advise.render import (
     as_json,
     config_mapping,
@@ -35,7 +35,7 @@ __all__ = [
     "TENANCIES",
     "AdviceError",
     "GpuFacts",
-    "Isolation",
+    "IsolationProfile",
     "Mechanism",
     "MigPlan",
     "MpsPlan",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gpuslice.advise.gpu_models import GpuFacts
-from gpuslice.advise.isolation import ISOLATION, Isolation, Mechanism
+from gpuslice.advise.isolation import ISOLATION, IsolationProfile, Mechanism
 from gpuslice.gpu import InvalidMigLayout, MigCatalogue, MigProfile, assign_placements
 
 Latency = Literal["sensitive", "batch"]
@@ -94,7 +94,7 @@ class Recommendation:
     time_slicing_replicas: int | None = None
 
     @property
-    def isolation(self) -> Isolation:
+    def isolation(self) -> IsolationProfile:
         return ISOLATION[self.mechanism]
 
     @property

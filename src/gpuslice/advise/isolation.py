@@ -12,7 +12,7 @@ MECHANISMS: tuple[Mechanism, ...] = ("whole", "mig", "mps", "time-slicing")
 
 
 @dataclass(frozen=True)
-class Isolation:
+class IsolationProfile:
     """The isolation one mechanism gives, stated per axis, plus what it does not give."""
 
     guarantee: Guarantee  # the plugin's own classification (sharing.Isolation): the verdict and the label
@@ -32,15 +32,15 @@ class Isolation:
         return self.guarantee.value
 
 
-ISOLATION: dict[Mechanism, Isolation] = {
-    "whole": Isolation(
+ISOLATION: dict[Mechanism, IsolationProfile] = {
+    "whole": IsolationProfile(
         guarantee=Guarantee.EXCLUSIVE,
         memory="all of the GPU's memory belongs to one workload",
         faults="a crash, an Xid or a GPU reset touches only this workload",
         performance="all SMs, L2 and memory bandwidth are yours; only PCIe/NVLink, host CPU and memory are shared",
         not_given=("no sharing: a workload that keeps the GPU 10% busy still holds all of it",),
     ),
-    "mig": Isolation(
+    "mig": IsolationProfile(
         guarantee=Guarantee.MIG,
         memory="the instance's own memory slices: capacity, bandwidth and L2 are partitioned in hardware",
         faults="application faults stay inside the instance; Xid events name the instance, so only it turns unhealthy",
@@ -52,7 +52,7 @@ ISOLATION: dict[Mechanism, Isolation] = {
             "power and thermal limits are shared; no GPU-to-GPU peer-to-peer from inside an instance",
         ),
     ),
-    "mps": Isolation(
+    "mps": IsolationProfile(
         guarantee=Guarantee.MPS,
         memory="each client has its own GPU address space (Volta and newer) and a pinned-memory limit caps its share",
         faults=(
@@ -66,7 +66,7 @@ ISOLATION: dict[Mechanism, Isolation] = {
             "every client of one MPS server must run as the same Linux user",
         ),
     ),
-    "time-slicing": Isolation(
+    "time-slicing": IsolationProfile(
         guarantee=Guarantee.NONE,
         memory="none: every replica sees all of the GPU's memory; one pod can take it all, the others then fail",
         faults=(

@@ -8,7 +8,6 @@ from functools import lru_cache
 from gpuslice.allocation.answer import AllocationAnswer, ContainerAllocation, ContainerEdits, DeviceNode, combine
 from gpuslice.allocation.errors import (
     MAX_DEVICE_ID_LENGTH,
-    DuplicateDevice,
     EmptyRequest,
     IdTooLong,
     RequestTooLarge,
@@ -29,19 +28,15 @@ def validate_request(
 ) -> tuple[AdvertisedDevice, ...]:
     """The advertised devices behind `device_ids`, or the first AllocationError found.
 
-    Checks, in order: not empty; each ID not too long, not repeated, known (a replica number beyond
-    the device's replicas is TooManyReplicas), healthy; then the shared-request size rule.
+    As NVIDIA's plugin does, a repeated ID counts once (first-seen order) and an empty list is answered
+    (with the edits every container gets, e.g. IMEX channels). Checks: each ID not too long, known (a
+    replica number beyond the device's replicas is TooManyReplicas), healthy; then the shared-request
+    size rule, on the de-duplicated IDs.
     """
-    if not device_ids:
-        raise EmptyRequest(resource.name, container)
-    seen: set[str] = set()
     devices = []
-    for device_id in device_ids:
+    for device_id in dict.fromkeys(device_ids):
         if len(device_id) > MAX_DEVICE_ID_LENGTH:
             raise IdTooLong(resource.name, device_id)
-        if device_id in seen:
-            raise DuplicateDevice(resource.name, device_id)
-        seen.add(device_id)
         device = resource.by_id.get(device_id)
         if device is None:
             raise _unknown(resource, device_id)
@@ -80,7 +75,7 @@ def allocate_container(
     edits = combine([step(context) for step in pipeline_steps(options)])
     return ContainerAllocation(
         resource=resource.name,
-        device_ids=tuple(device_ids),
+        device_ids=tuple(device.id for device in devices),
         physical_ids=tuple(first),
         edits=edits,
         isolation=weakest(device.isolation for device in devices),

@@ -1,21 +1,21 @@
-"""CDI: the spec file for the node's GPUs (and IMEX channels), written atomically, and the names Allocate uses."""
+"""CDI: the GPU and IMEX-channel specs, written atomically, and the names Allocate uses (the checker: cdi_validate)."""
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from gpuslice.allocation.cdi_validate import minimum_version, spec_problems
 from gpuslice.fsutil import atomic_write_text
 from gpuslice.gpu import Gpu, MigInstance, Node
 
 CDI_VENDOR = "k8s.device-plugin.nvidia.com"
+# The extra features a CDI spec of its own serves, and the env var that turns each on in the container.
+FEATURE_ENVS = {"gdrcopy": "NVIDIA_GDRCOPY", "gds": "NVIDIA_GDS", "mofed": "NVIDIA_MOFED"}
 GPU_KIND = f"{CDI_VENDOR}/gpu"
 IMEX_KIND = f"{CDI_VENDOR}/imex-channel"
-# 0.5.0 is the first version with hostPath on device nodes and device names that start with a digit ("0:1").
-CDI_VERSION = "0.5.0"
 DEFAULT_CDI_DIR = "/var/run/cdi"
 GPU_SPEC_FILE = "k8s.device-plugin.nvidia.com-gpu.json"
 IMEX_SPEC_FILE = "k8s.device-plugin.nvidia.com-imex-channel.json"
@@ -24,12 +24,6 @@ CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "
 IMEX_CHANNEL_DIR = "/dev/nvidia-caps-imex-channels"
 
 IdStrategy = Literal["uuid", "index"]
-
-_DEVICE_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?")
-_KIND = re.compile(
-    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?"
-)
-_VERSION = re.compile(r"\d+\.\d+\.\d+")
 
 
 class CdiError(ValueError):
@@ -62,26 +56,40 @@ def _device_paths(gpu: Gpu, mig: MigInstance | None) -> list[str]:
     return paths
 
 
-def gpu_spec(node: Node, strategy: IdStrategy = "uuid", dev_root: str = "/") -> dict[str, Any]:
-    """The CDI spec of every GPU and MIG device on the node, plus `all`.
+def versioned(spec: dict[str, Any]) -> dict[str, Any]:
+    """`spec` with the lowest cdiVersion that carries what it uses, checked (CdiError when invalid)."""
+    spec = {"cdiVersion": minimum_version(spec), **{k: v for k, v in spec.items() if k != "cdiVersion"}}
+    check_spec(spec)
+    return spec
 
-    Common edits carry the control nodes and NVIDIA_VISIBLE_DEVICES=void (so the legacy runtime hook
-    does not inject devices a second time); each device carries its own device nodes.
+
+def gpu_spec(
+    node: Node,
+    strategy: IdStrategy = "uuid",
+    dev_root: str = "/",
+    common: Mapping[str, Any] | None = None,
+    control_nodes: Sequence[str] = CONTROL_NODES,
+) -> dict[str, Any]:
+    """The CDI spec of every GPU and MIG device on the node, each by UUID and by index, plus `all`.
+
+    Both names are written whatever the deviceIDStrategy (its form first), so a name that a user
+    picked by hand (`--device k8s.device-plugin.nvidia.com/gpu=0`) resolves too. Common edits carry
+    the control nodes and NVIDIA_VISIBLE_DEVICES=void (so the legacy runtime hook does not inject
+    devices a second time), plus `common` (the driver's mounts and hooks, cdi_driver); each device
+    carries its own device nodes.
     """
     devices: list[dict[str, Any]] = []
     every: list[str] = []
     for gpu in node.gpus:
         entries: list[tuple[Gpu, MigInstance | None]] = [(gpu, None)]
         entries += [(gpu, mig) for mig in gpu.mig_instances]
+        other: IdStrategy = "index" if strategy == "uuid" else "uuid"
         for parent, mig in entries:
             paths = _device_paths(parent, mig)
             every += paths
-            devices.append(
-                {
-                    "name": gpu_device_name(parent, mig, strategy),
-                    "containerEdits": {"deviceNodes": [_node(p, dev_root) for p in paths]},
-                }
-            )
+            nodes = [_node(p, dev_root) for p in paths]
+            for name in (gpu_device_name(parent, mig, strategy), gpu_device_name(parent, mig, other)):
+                devices.append({"name": name, "containerEdits": {"deviceNodes": nodes}})
     if devices:
         devices.append(
             {
@@ -89,79 +97,26 @@ def gpu_spec(node: Node, strategy: IdStrategy = "uuid", dev_root: str = "/") -> 
                 "containerEdits": {"deviceNodes": [_node(p, dev_root) for p in dict.fromkeys(every)]},
             }
         )
-    spec = {
-        "cdiVersion": CDI_VERSION,
-        "kind": GPU_KIND,
-        "containerEdits": {
-            "env": ["NVIDIA_VISIBLE_DEVICES=void"],
-            "deviceNodes": [_node(p, dev_root) for p in CONTROL_NODES],
-        },
-        "devices": devices,
+    extra = dict(common or {})
+    edits: dict[str, Any] = {
+        "env": ["NVIDIA_VISIBLE_DEVICES=void", *extra.pop("env", [])],
+        "deviceNodes": [_node(p, dev_root) for p in control_nodes],
+        **extra,
     }
-    check_spec(spec)
-    return spec
+    return versioned({"kind": GPU_KIND, "containerEdits": edits, "devices": devices})
 
 
 def imex_spec(channels: Sequence[int], dev_root: str = "/") -> dict[str, Any]:
     """The CDI spec of the selected IMEX channels (device `<n>` -> /dev/nvidia-caps-imex-channels/channel<n>)."""
-    spec = {
-        "cdiVersion": CDI_VERSION,
-        "kind": IMEX_KIND,
-        "devices": [
-            {"name": str(n), "containerEdits": {"deviceNodes": [_node(f"{IMEX_CHANNEL_DIR}/channel{n}", dev_root)]}}
-            for n in channels
-        ],
-    }
-    check_spec(spec)
-    return spec
-
-
-def spec_problems(spec: Mapping[str, Any]) -> list[str]:
-    """What makes a spec invalid under the CDI rules we rely on (empty when valid)."""
-    problems = []
-    version = spec.get("cdiVersion")
-    if not isinstance(version, str) or not _VERSION.fullmatch(version):
-        problems.append(f"cdiVersion: expected a semantic version, got {version!r}")
-    kind = spec.get("kind")
-    if not isinstance(kind, str) or not _KIND.fullmatch(kind):
-        problems.append(f"kind: expected '<vendor>/<class>', got {kind!r}")
-    devices = spec.get("devices")
-    if not isinstance(devices, list) or not devices:
-        problems.append("devices: at least one device is required")
-        devices = []
-    seen: set[str] = set()
-    for position, device in enumerate(devices):
-        name = device.get("name") if isinstance(device, Mapping) else None
-        where = f"devices[{position}]"
-        if not isinstance(name, str) or not _DEVICE_NAME.fullmatch(name):
-            problems.append(f"{where}.name: {name!r} is not a valid CDI device name")
-        elif name in seen:
-            problems.append(f"{where}.name: {name!r} appears twice")
-        else:
-            seen.add(name)
-        edits = device.get("containerEdits") if isinstance(device, Mapping) else None
-        problems += _edit_problems(edits, f"{where}.containerEdits", required=True)
-    problems += _edit_problems(spec.get("containerEdits"), "containerEdits", required=False)
-    return problems
-
-
-def _edit_problems(edits: Any, where: str, required: bool) -> list[str]:
-    if edits is None:
-        return [f"{where}: required"] if required else []
-    if not isinstance(edits, Mapping):
-        return [f"{where}: expected a mapping"]
-    problems = []
-    for position, node in enumerate(edits.get("deviceNodes", [])):
-        path = node.get("path") if isinstance(node, Mapping) else None
-        if not isinstance(path, str) or not path.startswith("/"):
-            problems.append(f"{where}.deviceNodes[{position}].path: expected an absolute path, got {path!r}")
-    for position, entry in enumerate(edits.get("env", [])):
-        if not isinstance(entry, str) or "=" not in entry:
-            problems.append(f"{where}.env[{position}]: expected 'NAME=value', got {entry!r}")
-    return problems
+    devices = [
+        {"name": str(n), "containerEdits": {"deviceNodes": [_node(f"{IMEX_CHANNEL_DIR}/channel{n}", dev_root)]}}
+        for n in channels
+    ]
+    return versioned({"kind": IMEX_KIND, "devices": devices})
 
 
 def check_spec(spec: Mapping[str, Any]) -> None:
+    """Raise CdiError listing every problem of `spec` under the CDI specification (cdi_validate)."""
     problems = spec_problems(spec)
     if problems:
         raise CdiError("invalid CDI spec: " + "; ".join(problems))
@@ -179,20 +134,3 @@ def write_spec(directory: str | Path, filename: str, spec: Mapping[str, Any]) ->
         return atomic_write_text(target_dir / filename, json.dumps(spec, indent=2) + "\n", mode=0o644)
     except OSError as exc:
         raise CdiError(f"cannot write CDI spec {target_dir / filename}: {exc.strerror or exc}") from exc
-
-
-def write_node_specs(
-    directory: str | Path,
-    node: Node,
-    strategy: IdStrategy = "uuid",
-    dev_root: str = "/",
-    imex_channels: Iterable[int] = (),
-) -> tuple[Path, ...]:
-    """Regenerate the GPU spec (and the IMEX one when channels are selected), as NVIDIA does at every start."""
-    written = []
-    if node.gpus:
-        written.append(write_spec(directory, GPU_SPEC_FILE, gpu_spec(node, strategy, dev_root)))
-    channels = tuple(imex_channels)
-    if channels:
-        written.append(write_spec(directory, IMEX_SPEC_FILE, imex_spec(channels, dev_root)))
-    return tuple(written)

@@ -76,7 +76,8 @@ class DynamicAllocator(StaticAllocator):
         unhealthy = self._health.unhealthy_ids(self.resource)
         for position, ids in enumerate(requests):
             validate_request(self.resource, ids, unhealthy, position)
-        wanted = [i for ids in requests for i in ids if self.dynamic.geometry.is_dynamic(i)]
+        # A repeated ID counts once (validate_request's rule), so one slot is claimed once.
+        wanted = list(dict.fromkeys(i for ids in requests for i in ids if self.dynamic.geometry.is_dynamic(i)))
         try:
             created = self.dynamic.claim(wanted) if wanted else {}
         except SlotUnavailable as exc:

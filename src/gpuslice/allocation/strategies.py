@@ -7,7 +7,7 @@ from typing import Literal
 
 from gpuslice.allocation.allocate import VISIBLE_DEVICES_ENV
 from gpuslice.allocation.answer import ContainerEdits, DeviceNode, Mount
-from gpuslice.allocation.cdi import CDI_VENDOR, GPU_KIND, IMEX_CHANNEL_DIR, IMEX_KIND, qualified_name
+from gpuslice.allocation.cdi import CDI_VENDOR, FEATURE_ENVS, GPU_KIND, IMEX_CHANNEL_DIR, IMEX_KIND, qualified_name
 from gpuslice.allocation.errors import ImexChannelMissing
 from gpuslice.allocation.mps_edits import client_edits
 from gpuslice.allocation.options import AllocateOptions, AllocationContext
@@ -16,7 +16,6 @@ DEVICE_LIST_STRATEGIES = ("envvar", "volume-mounts", "cdi-annotations", "cdi-cri
 IMEX_CHANNELS_ENV = "NVIDIA_IMEX_CHANNELS"
 VOLUME_MOUNT_ROOT = "/var/run/nvidia-container-devices"
 ANNOTATION_NAME = "nvidia-device-plugin"
-FEATURE_ENVS = (("gdrcopy", "NVIDIA_GDRCOPY"), ("gds", "NVIDIA_GDS"), ("mofed", "NVIDIA_MOFED"))
 
 
 def device_ids(context: AllocationContext, strategy: Literal["uuid", "index"]) -> list[str]:
@@ -42,7 +41,7 @@ def nvidia_answer(context: AllocationContext) -> ContainerEdits:
                 settings.mps_visible_devices,
             )
         )
-    features = {env: "enabled" for name, env in FEATURE_ENVS if name in settings.features}
+    features = {env: "enabled" for name, env in FEATURE_ENVS.items() if name in settings.features}
     edits = edits.merged(ContainerEdits(envs=features))
     if settings.cdi_only:
         return edits
@@ -64,7 +63,7 @@ def nvidia_answer(context: AllocationContext) -> ContainerEdits:
 def _cdi_edits(settings: AllocateOptions, ids: list[str]) -> ContainerEdits:
     names = [qualified_name(GPU_KIND, i) for i in ids]
     names += [qualified_name(IMEX_KIND, str(n)) for n in settings.imex_channels]
-    names += [qualified_name(f"{CDI_VENDOR}/{name}", "all") for name, _ in FEATURE_ENVS if name in settings.features]
+    names += [qualified_name(f"{CDI_VENDOR}/{name}", "all") for name in FEATURE_ENVS if name in settings.features]
     if not names:
         return ContainerEdits()
     annotations: dict[str, str] = {}

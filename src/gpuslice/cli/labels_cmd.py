@@ -10,7 +10,9 @@ from typing import Any, cast
 
 import click
 
+from gpuslice.cli.node_config_options import chosen_file, node_config_options, node_config_watcher
 from gpuslice.config import ConfigError
+from gpuslice.config.node_config import NodeConfigChoice, NodeConfigError
 from gpuslice.discovery import NodeSpecError
 from gpuslice.discovery.select import BACKEND_KINDS, BackendInitError, make_backend
 from gpuslice.labels.loop import Labeller, LoopControl
@@ -59,6 +61,7 @@ _FLAG_KEYS = {
 @click.option("--node-name", envvar="NODE_NAME", help="Node name for the NodeFeature object (default: discovered).")
 @click.option("--namespace", envvar="NAMESPACE", default="default", show_default=True, help="NodeFeature namespace.")
 @click.option("--quiet", "-q", is_flag=True, help="Log warnings and errors only.")
+@node_config_options
 def labels(
     backend: str,
     node_spec: str | None,
@@ -67,12 +70,24 @@ def labels(
     node_name: str | None,
     namespace: str,
     quiet: bool,
+    config_file_srcdir: str | None,
+    node_label: str,
+    default_config: str | None,
+    fallback_strategies: str,
     **flags: Any,
 ) -> None:
     """Compute gpu-feature-discovery compatible node labels (plus gpuslice.io isolation labels)."""
     logging.basicConfig(
         level=logging.WARNING if quiet else logging.INFO, stream=sys.stderr, format="%(levelname)s %(message)s"
     )
+    try:
+        watcher = node_config_watcher(
+            config_file_srcdir, node_label, default_config, fallback_strategies, node_name, config_file
+        )
+        if watcher is not None:
+            config_file = chosen_file(watcher)
+    except NodeConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
     options = LabelOptions(
         backend=backend,
         node_spec=node_spec,
@@ -98,8 +113,22 @@ def labels(
             labeller = Labeller(lambda: load_settings(options))
         except (ConfigError, BackendInitError, NodeSpecError, NodeFeatureError, ValueError, OSError) as exc:
             raise click.ClickException(str(exc)) from exc
+        if watcher is not None:
+            directory = watcher.settings.directory
+
+            def apply(choice: NodeConfigChoice) -> bool:
+                # Applied by the labelling loop, as SIGHUP is; a config that fails to load is logged there
+                # and the previous one kept.
+                path = choice.path(directory)
+                options.config_file = None if path is None else str(path)
+                control.request_reload()
+                return True
+
+            watcher.start(apply)
         status = labeller.run(control)
     finally:
+        if watcher is not None:
+            watcher.stop()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     sys.exit(status)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from gpuslice.cli.lazy import LazyGroup
+
+# Packages that only an extra brings (pyproject.toml [project.optional-dependencies]) -> that extra.
+EXTRA_OF = {"rich": "sim", "matplotlib": "sim"}
+EXIT_MISSING_EXTRA = 3
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "plugin": ("gpuslice.cli.plugin_cmd:plugin", "Run the device plugin: one gRPC server per resource."),
@@ -23,4 +29,16 @@ def cli() -> None:
 
 
 def main() -> None:
-    cli()
+    try:
+        cli()
+    except ModuleNotFoundError as exc:
+        extra = EXTRA_OF.get((exc.name or "").split(".")[0])
+        if extra is None:
+            raise
+        # The plugin image and `pip install gpuslice` leave the simulator's stack out on purpose.
+        click.echo(
+            f"gpuslice: error: this command needs the {extra!r} extra ({exc.name} is not installed); "
+            f"install it with: pip install 'gpuslice[{extra}]'",
+            err=True,
+        )
+        sys.exit(EXIT_MISSING_EXTRA)

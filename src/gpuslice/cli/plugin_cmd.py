@@ -10,12 +10,16 @@ from collections.abc import Callable, Mapping
 import click
 
 from gpuslice.allocation.cdi import DEFAULT_CDI_DIR
+from gpuslice.cli.node_config_options import chosen_file, node_config_options, node_config_watcher
 from gpuslice.config import PLUGIN_FLAGS, ConfigError, coerce, overrides_from_env
+from gpuslice.config.node_config import NodeConfigError
 from gpuslice.mps import MpsStartError
+from gpuslice.nodeconfig import NodeConfigMetrics
 from gpuslice.plugin import PluginStartError, RegistrationError
 from gpuslice.plugin.app import AppOptions, PluginApp
 from gpuslice.plugin.compat import CompatError
 from gpuslice.plugin.logs import LOG_FORMATS, configure_logging
+from gpuslice.plugin.metrics import PluginMetrics
 from gpuslice.plugin.run import SetupError
 from gpuslice.wire import DEFAULT_KUBELET_SOCKET, DEFAULT_POD_RESOURCES_SOCKET
 
@@ -90,6 +94,12 @@ def nvidia_overrides(values: Mapping[str, str | None], environ: Mapping[str, str
     default=None,
     help="Serve /metrics, /healthz and /readyz on this port (0: any free port) [default: off].",
 )
+@click.option(
+    "--metrics-address",
+    envvar="METRICS_ADDRESS",
+    default="",
+    help="Bind /metrics, /healthz and /readyz to this address (127.0.0.1, a pod IP, ::) [default: every address].",
+)
 @click.option("--log-format", envvar="LOG_FORMAT", type=click.Choice(LOG_FORMATS), default="klog", show_default=True)
 @click.option(
     "-v",
@@ -113,6 +123,7 @@ def nvidia_overrides(values: Mapping[str, str | None], environ: Mapping[str, str
     default=None,
     help="The MPS control program, split like a shell would [default: nvidia-cuda-mps-control].",
 )
+@node_config_options
 @nvidia_flags
 def plugin(
     backend: str,
@@ -124,17 +135,34 @@ def plugin(
     mig_checkpoint: str | None,
     log_level: str,
     metrics_port: int | None,
+    metrics_address: str,
     log_format: str,
     verbosity: int,
     cdi_spec_dir: str,
     mps_control_command: str | None,
+    config_file_srcdir: str | None,
+    node_label: str,
+    default_config: str | None,
+    fallback_strategies: str,
     **nvidia: str | None,
 ) -> None:
     """Run the device plugin: serve every advertised resource, register it, stop cleanly on SIGTERM/SIGINT."""
     level = logging.DEBUG if verbosity >= 1 else getattr(logging, log_level.upper())
     configure_logging(log_format, verbosity, node_name, level=level)  # type: ignore[arg-type]
     log = logging.getLogger("gpuslice.plugin")
+    metrics = PluginMetrics()
     try:
+        watcher = node_config_watcher(
+            config_file_srcdir,
+            node_label,
+            default_config,
+            fallback_strategies,
+            node_name,
+            config_file,
+            NodeConfigMetrics(metrics.registry),
+        )
+        if watcher is not None:
+            config_file = chosen_file(watcher)
         options = AppOptions(
             backend=backend,
             node_spec=node_spec,
@@ -144,13 +172,14 @@ def plugin(
             pod_resources_socket=pod_resources_socket,
             mig_checkpoint=mig_checkpoint,
             metrics_port=metrics_port,
+            metrics_address=metrics_address,
             cdi_spec_dir=cdi_spec_dir,
             mps_control_command=mps_control_command,
             overrides=nvidia_overrides(nvidia, os.environ),
             environ=dict(os.environ),
         )
-        app = PluginApp(options)
-    except (SetupError, ConfigError, CompatError) as exc:
+        app = PluginApp(options, metrics=metrics)
+    except (SetupError, ConfigError, CompatError, NodeConfigError) as exc:
         click.echo(f"gpuslice plugin: error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     except PluginStartError as exc:
@@ -167,7 +196,15 @@ def plugin(
             resource.isolation.value,
         )
     try:
-        app.run_until_signalled(ready=lambda: log.info("plugin ready"))
+
+        def ready() -> None:
+            log.info("plugin ready")
+            if watcher is not None:  # label changes reload as SIGHUP does, once the servers are up
+                directory = watcher.settings.directory
+                watcher.start(lambda choice: app.reload(choice.path(directory)))
+                app.runtime.add_shutdown_hook(watcher.stop)
+
+        app.run_until_signalled(ready=ready)
     except (PluginStartError, RegistrationError, MpsStartError, CompatError) as exc:
         app.stop()
         click.echo(f"gpuslice plugin: error: {exc}", err=True)

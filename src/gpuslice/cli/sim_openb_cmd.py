@@ -87,7 +87,9 @@ def _run(
             jobs=jobs,
             progress=lambda record: click.echo(progress_line(record), err=True),
         )
-    except (OpenbTraceError, ValueError) as error:
+    except OpenbTraceError as error:  # bad input files: exit 2, as every front end does for bad input
+        raise click.BadParameter(str(error), param_hint="--trace-dir") from None
+    except ValueError as error:
         raise click.ClickException(str(error)) from None
 
 

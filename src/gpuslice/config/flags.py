@@ -59,6 +59,21 @@ PLUGIN_FLAGS: tuple[FlagSpec, ...] = (
     ),
     FlagSpec("imex.channelIDs", "--imex-channel-ids", ("IMEX_CHANNEL_IDS",), "list"),
     FlagSpec("imex.required", "--imex-required", ("IMEX_REQUIRED",), "bool"),
+    # CLI-only in NVIDIA's plugin; kept under `gpuslice:` so that a config file may set them too.
+    FlagSpec(
+        "gpuslice.cdiFeatureFlags",
+        "--cdi-feature-flags",
+        ("CDI_FEATURE_FLAGS",),
+        "list",
+        help="CDI spec feature flags, comma-separated (docs/cdi.md).",
+    ),
+    FlagSpec(
+        "gpuslice.cdiDisableHooks",
+        "--cdi-disable-hooks",
+        ("CDI_DISABLE_HOOKS",),
+        "list",
+        help="CDI hooks to leave out of the spec, comma-separated, or all (docs/cdi.md).",
+    ),
 )
 
 # gpu-feature-discovery's flags (the labeller); MIG strategy and failOnInitError have GFD_ env names too.
@@ -82,24 +97,28 @@ _TRUE = {"1", "t", "true", "yes", "y", "on"}
 _FALSE = {"0", "f", "false", "no", "n", "off"}
 
 
-def coerce(spec: FlagSpec, raw: Any) -> Any:
-    """Turn a flag or environment string into the value the config key expects."""
+def coerce(spec: FlagSpec, raw: Any, source: str | None = None) -> Any:
+    """Turn a flag or environment string into the value the config key expects.
+
+    `source` names where the text came from (the env var); by default the flag.
+    """
     if not isinstance(raw, str):
         return raw
+    where = f"{source or spec.flag} (config {spec.key})"
     if spec.kind == "bool":
         lowered = raw.strip().lower()
         if lowered in _TRUE:
             return True
         if lowered in _FALSE:
             return False
-        raise ConfigError(f"{spec.flag} / {spec.envvars[0]}: invalid boolean {raw!r}")
+        raise ConfigError(f"{where}: invalid boolean value {raw!r} (expected true or false)")
     if spec.kind == "list":
         items = [item.strip() for item in raw.split(",") if item.strip()]
         if spec.key == "imex.channelIDs":
             try:
                 return [int(item) for item in items]
             except ValueError as exc:
-                raise ConfigError(f"{spec.flag}: channel IDs must be integers, got {raw!r}") from exc
+                raise ConfigError(f"{where}: channel IDs must be integers, got {raw!r}") from exc
         return items
     return raw
 
@@ -112,7 +131,8 @@ def apply_overrides(config: Config, overrides: Mapping[str, Any], source: str = 
     """
     if not overrides:
         return config
-    data = config.model_dump(by_alias=True, exclude_unset=True)
+    # JSON mode: every value as the file would spell it (lists, not tuples), so that it validates again.
+    data = config.model_dump(mode="json", by_alias=True, exclude_unset=True)
     for key, value in overrides.items():
         target = data
         parts = key.split(".")
@@ -128,6 +148,6 @@ def overrides_from_env(specs: tuple[FlagSpec, ...], environ: Mapping[str, str]) 
     for spec in specs:
         for name in spec.envvars:
             if name in environ:
-                found[spec.key] = coerce(spec, environ[name])
+                found[spec.key] = coerce(spec, environ[name], name)
                 break
     return found

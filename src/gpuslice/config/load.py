@@ -10,7 +10,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from gpuslice.config.model import Config
+from gpuslice.config.limits import MAX_CONFIG_BYTES
+from gpuslice.config.model import Config, describe_value
+from gpuslice.fsutil.safe_yaml import UnsafeYaml, load_yaml
+from gpuslice.fsutil.textread import InputFileError, read_bounded_text
 
 
 class ConfigError(ValueError):
@@ -32,23 +35,32 @@ def load_config(path: str | Path | None) -> LoadedConfig:
         return LoadedConfig(Config())
     source = str(path)
     try:
-        text = Path(path).read_text()
+        text = read_bounded_text(path, "config", MAX_CONFIG_BYTES)
     except OSError as exc:
         raise ConfigError(f"unable to load config: error opening config file {source}: {exc.strerror or exc}") from exc
+    except InputFileError as exc:
+        raise ConfigError(str(exc)) from exc
     return parse_config_text(text, source)
 
 
 def parse_config_text(text: str, source: str = "<config>") -> LoadedConfig:
     """Parse YAML (JSON is YAML) text into a LoadedConfig."""
     try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        data, root = load_yaml(text)
+    except UnsafeYaml as exc:  # well-formed, but a bomb or too deep: say which limit
         raise ConfigError(f"unable to parse config file {source}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"unable to parse config file {where}: YAML syntax error: {problem}") from exc
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"unable to parse config file {source}: the top level must be a mapping")
+        raise ConfigError(
+            f"unable to parse config file {source}:1: the top level must be a mapping of config keys, "
+            f"got {describe_value(data)}"
+        )
     return parse_config_mapping(data, source, root)
 
 
@@ -61,10 +73,33 @@ def parse_config_mapping(data: Mapping[str, Any], source: str = "<config>", node
         key = _dotted(first["loc"])
         line = _line_of(node, first["loc"])
         where = f"{source}:{line}" if line else source
-        reason = str(first["msg"]).removeprefix("Value error, ")
+        reason = _reason(first)
         raise ConfigError(f"invalid config {where}: {key}: {reason}") from exc
     warnings = tuple(f"{source}: unknown key {key!r} ignored" for key in _unknown_keys(config, ""))
     return LoadedConfig(config, warnings, source)
+
+
+# Pydantic's own type errors, said as the fact NVIDIA's decoder reports (a wrong YAML type for the key).
+_EXPECTED = {
+    "model_type": "a mapping",
+    "dict_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "tuple_type": "a list",
+    "list_type": "a list",
+    "bool_type": "a boolean (true or false)",
+    "bool_parsing": "a boolean (true or false)",
+}
+
+
+def _reason(error: Any) -> str:
+    expected = _EXPECTED.get(str(error["type"]))
+    if expected is not None:
+        return f"expected {expected}, got {describe_value(error.get('input'))}"
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 def _dotted(loc: tuple[int | str, ...]) -> str:

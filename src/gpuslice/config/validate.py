@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from gpuslice.config.load import ConfigError
@@ -41,25 +41,31 @@ class EffectiveSharing:
         return tuple(rule for rule in self.rules if rule.resource == resource)
 
 
+RESOURCES_IGNORED = "Customizing the 'resources' field is not yet supported in the config. Ignoring..."
+
+
 def effective_sharing(config: Config) -> EffectiveSharing:
     """NVIDIA's 'disable resource naming' step, unless `gpuslice.honorDevices` asks us to honour them.
 
     Without the extension: `rename` is dropped (renameByDefault false) or forced to `<name>.shared`
-    (true), and `devices` is forced to `all`, each with NVIDIA's warning text.
+    (true), `devices` is forced to `all`, each with NVIDIA's warning text, and a resource listed twice
+    gets the union of its replica IDs (the largest `replicas`), as NVIDIA advertises it.
     """
     block: ReplicatedResources | None = config.sharing.replicated
     strategy: Strategy = config.sharing.strategy
+    warnings: list[str] = []
+    if config.resources is not None and (config.resources.gpus or config.resources.mig):
+        warnings.append(RESOURCES_IGNORED)  # the built-in patterns always apply, as in NVIDIA's plugin
     if block is None:
-        return EffectiveSharing("none")
+        return EffectiveSharing("none", warnings=tuple(warnings))
     section = "mps" if strategy == "mps" else "timeSlicing"
     honour = config.gpuslice.honor_devices
-    warnings: list[str] = []
-    rules = []
+    rules: list[SharingRule] = []
     for entry in block.resources:
         rename = entry.rename
         devices = entry.devices
         if not honour:
-            if rename is not None and not block.rename_by_default:
+            if rename is not None:
                 warnings.append(
                     f"Setting the 'rename' field in sharing.{section}.resources is not yet supported in the config. "
                     "Ignoring..."
@@ -73,19 +79,33 @@ def effective_sharing(config: Config) -> EffectiveSharing:
             devices = "all"
         if block.rename_by_default and rename is None:
             rename = entry.name + SHARED_SUFFIX
-        rules.append(
-            SharingRule(
-                resource=entry.name,
-                advertised_name=rename or entry.name,
-                replicas=entry.replicas,
-                devices=devices,
-                model=entry.model if honour else None,
-            )
+        rule = SharingRule(
+            resource=entry.name,
+            advertised_name=rename or entry.name,
+            replicas=entry.replicas,
+            devices=devices,
+            model=entry.model if honour else None,
         )
+        if honour or not _merged_into_earlier(rules, rule, section, warnings):
+            rules.append(rule)
     fail_gt_one = block.fail_requests_greater_than_one
     if fail_gt_one is None:
         fail_gt_one = strategy == "mps"  # NVIDIA v0.20: MPS enforces one replica per request by default
     return EffectiveSharing(strategy, tuple(rules), fail_gt_one, tuple(dict.fromkeys(warnings)))
+
+
+def _merged_into_earlier(rules: list[SharingRule], rule: SharingRule, section: str, warnings: list[str]) -> bool:
+    """Merge `rule` into an earlier rule for the same resource (True: merged); NVIDIA's IDs are a union."""
+    for position, earlier in enumerate(rules):
+        if earlier.resource == rule.resource:
+            replicas = max(earlier.replicas, rule.replicas)
+            rules[position] = replace(earlier, replicas=replicas)
+            warnings.append(
+                f"sharing.{section}.resources: {rule.resource} is listed more than once; advertising the union of "
+                f"its replicas ({replicas} per device)"
+            )
+            return True
+    return False
 
 
 def validate_startup(config: Config) -> None:
@@ -94,6 +114,9 @@ def validate_startup(config: Config) -> None:
     def fail(message: str) -> None:
         raise ConfigError(f"unable to load config: unable to validate flags: {message}")
 
+    if config.flags.device_discovery_strategy == "vfio":
+        # gpu-feature-discovery accepts vfio; NVIDIA's plugin refuses it with this text.
+        fail("invalid --device-discovery-strategy option vfio")
     strategy = config.sharing.strategy
     if strategy == "mps" and config.flags.mig_strategy == "mixed":
         fail("using --mig-strategy=mixed is not supported with MPS")

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuslice.discovery import FakeBackend, RecordingMigControl, parse_node_spec
+from gpuslice.discovery import FakeBackend, RecordsMigCalls, parse_node_spec
 from gpuslice.kubelet import MockKubelet, ResourceView
 from gpuslice.plugin.app import AppOptions, PluginApp
 from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime
@@ -72,7 +72,7 @@ def run_dynamic_part(directory: Path) -> DynamicMigPart:
         if runtime is None:
             raise RuntimeError("the dynamic-MIG node spec advertises no placements")
         control = runtime.dynamic.control
-        assert isinstance(control, RecordingMigControl)  # the fake backend's: it records the device calls
+        recorded = control.calls if isinstance(control, RecordsMigCalls) else []  # the fake backend's control records
         part = DynamicMigPart(
             node=f"{node.name} (1 x {node.gpus[0].product_name}, MIG on, no fixed layout: node spec mig: [])",
             config="flags.migStrategy: dynamic (a gpuslice extension)",
@@ -92,7 +92,7 @@ def run_dynamic_part(directory: Path) -> DynamicMigPart:
     part.device_id = allocation.device_ids[0]
     part.envs = allocation.envs
     part.device_nodes = [path for path, _, _ in allocation.device_nodes]
-    part.device_calls = [_call(call) for call in control.calls]
+    part.device_calls = [_call(call) for call in recorded]
     visible = part.envs.get("NVIDIA_VISIBLE_DEVICES", "")
     part.created = f"{visible} (GPU instance at memory slices 0-3, created by Allocate)"
     _prove(part)

@@ -13,10 +13,11 @@ from typing import Any
 
 import grpc
 
+from gpuslice.demo.cdi import CdiPart, run_cdi_part
 from gpuslice.demo.dynamic_part import WAIT_S, DynamicMigPart, run_dynamic_part
 from gpuslice.discovery import load_node_spec
 from gpuslice.gpu import Node
-from gpuslice.kubelet import ContainerAllocation, MockKubelet
+from gpuslice.kubelet import GrantedDevices, MockKubelet
 from gpuslice.plugin import PluginManager
 from gpuslice.plugin.app import AppOptions, PluginApp
 from gpuslice.sharing import Resource
@@ -97,12 +98,14 @@ class DemoReport:
     modes: list[ModeReport] = field(default_factory=list)
     proofs: list[Proof] = field(default_factory=list)
     dynamic_mig: DynamicMigPart | None = None
+    cdi: CdiPart | None = None
     seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
         dynamic_holds = self.dynamic_mig is None or self.dynamic_mig.holds
-        return all(proof.holds for proof in self.proofs) and dynamic_holds
+        cdi_holds = self.cdi is None or self.cdi.holds
+        return all(proof.holds for proof in self.proofs) and dynamic_holds and cdi_holds
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.ok}
@@ -131,6 +134,7 @@ def run_demo(workdir: Path | None = None) -> DemoReport:
                     report.proofs.append(_same_gpu_proof(resource, allocations[0], allocations[-1]))
                     report.proofs.append(_unhealthy_proof(kubelet, manager, resource, node))
         report.dynamic_mig = run_dynamic_part(root / "dynamic-mig")
+        report.cdi = run_cdi_part(root / "cdi")
     finally:
         if workdir is None:
             shutil.rmtree(root, ignore_errors=True)
@@ -166,7 +170,7 @@ def _running(scenario: Scenario, directory: Path) -> Iterator[tuple[MockKubelet,
 
 
 def _mode_report(
-    scenario: Scenario, kubelet: MockKubelet, resource: Resource, node: Node, allocation: ContainerAllocation
+    scenario: Scenario, kubelet: MockKubelet, resource: Resource, node: Node, allocation: GrantedDevices
 ) -> ModeReport:
     view = kubelet.resource(resource.name)
     assert view is not None
@@ -188,7 +192,7 @@ def _mode_report(
     )
 
 
-def _pod_allocation(pod: str, allocation: ContainerAllocation) -> PodAllocation:
+def _pod_allocation(pod: str, allocation: GrantedDevices) -> PodAllocation:
     return PodAllocation(
         pod=pod,
         request=f"{allocation.resource}: {len(allocation.device_ids)}",
@@ -198,7 +202,7 @@ def _pod_allocation(pod: str, allocation: ContainerAllocation) -> PodAllocation:
     )
 
 
-def _same_gpu_proof(resource: Resource, first: ContainerAllocation, last: ContainerAllocation) -> Proof:
+def _same_gpu_proof(resource: Resource, first: GrantedDevices, last: GrantedDevices) -> Proof:
     env = "NVIDIA_VISIBLE_DEVICES"
     physical = {resource.by_id[device_id].physical_id for device_id in (*first.device_ids, *last.device_ids)}
     holds = len(physical) == 1 and first.envs.get(env) == last.envs.get(env)

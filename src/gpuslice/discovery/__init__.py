@@ -7,7 +7,7 @@ Importing discovery.nvml does not load pynvml; building an NvmlBackend without a
 
 from gpuslice.discovery.backend import Backend, FakeBackend
 from gpuslice.discovery.capabilities import HealthSource, MigControl, MigControlError, Prober
-from gpuslice.discovery.mig_recording import RecordingMigControl
+from gpuslice.discovery.mig_recording import RecordingMigControl, RecordsMigCalls
 from gpuslice.discovery.nodespec import (
     DEFAULT_PRESET,
     PRESETS,
@@ -34,6 +34,7 @@ __all__ = [
     "NodeSpecError",
     "Prober",
     "RecordingMigControl",
+    "RecordsMigCalls",
     "XidEvent",
     "load_node_spec",
     "make_backend",

@@ -18,6 +18,8 @@ HEALTH_FILE_POLL_S = 0.02
 ALL_DEVICES_TOKEN = "all"  # `all <xid>`: an event without a device, which NVIDIA applies to every GPU
 RECOVERY_WORD = "ok"
 _READ_CHUNK = 1 << 20
+# An event line is under 100 bytes; a longer one is skipped (with one warning) without being held in memory.
+MAX_EVENT_LINE_BYTES = 4096
 
 
 class HealthLineError(ValueError):
@@ -74,6 +76,7 @@ class HealthFileSource:
         self._identity: tuple[int, int] | None = None
         self._offset = 0
         self._partial = b""
+        self._overlong = 0  # bytes of the current line already discarded for being over MAX_EVENT_LINE_BYTES
         self._line_number = 0
         self._primed = False
         self._last_error = ""
@@ -121,7 +124,7 @@ class HealthFileSource:
         if self._file is not None:
             self._file.close()
         self._file, self._identity = None, None
-        self._partial, self._line_number = b"", 0
+        self._partial, self._line_number, self._overlong = b"", 0, 0
 
     def _open(self) -> bool:
         try:
@@ -136,7 +139,7 @@ class HealthFileSource:
         self._last_error = ""
         stat = os.fstat(handle.fileno())
         self._file, self._identity = handle, (stat.st_dev, stat.st_ino)
-        self._partial, self._line_number = b"", 0
+        self._partial, self._line_number, self._overlong = b"", 0, 0
         return True
 
     def _read_new(self) -> list[HealthRecord]:
@@ -145,7 +148,7 @@ class HealthFileSource:
         size = os.fstat(self._file.fileno()).st_size
         if size < self._offset:
             log.info("health events file %s was truncated; reading it from the top", self.path)
-            self._offset, self._partial, self._line_number = 0, b"", 0
+            self._offset, self._partial, self._line_number, self._overlong = 0, b"", 0, 0
         records: list[HealthRecord] = []
         while self._offset < size:
             self._file.seek(self._offset)
@@ -153,24 +156,42 @@ class HealthFileSource:
             if not chunk:
                 break
             self._offset += len(chunk)
-            *lines, self._partial = (self._partial + chunk).split(b"\n")
-            records.extend(self._parse(lines))
+            pieces = chunk.split(b"\n")
+            for position, piece in enumerate(pieces):
+                ends_line = position < len(pieces) - 1
+                if self._overlong or len(self._partial) + len(piece) > MAX_EVENT_LINE_BYTES:
+                    # Held bytes stay bounded: an endless line is counted, not kept, and skipped once it ends.
+                    self._overlong += len(self._partial) + len(piece)
+                    self._partial = b""
+                    if ends_line:
+                        self._line_number += 1
+                        self._skip(f"longer than the limit of {MAX_EVENT_LINE_BYTES} bytes ({self._overlong} bytes)")
+                        self._overlong = 0
+                elif ends_line:
+                    line, self._partial = self._partial + piece, b""
+                    self._line_number += 1
+                    record = self._parse(line)
+                    if record is not None:
+                        records.append(record)
+                else:
+                    self._partial += piece
         return records
 
-    def _parse(self, lines: list[bytes]) -> list[HealthRecord]:
-        records: list[HealthRecord] = []
-        for raw in lines:
-            self._line_number += 1
-            text = raw.decode("utf-8", errors="replace")
-            try:
-                record = parse_health_line(text)
-            except HealthLineError as exc:
-                self.bad_lines += 1
-                log.warning("health events file %s line %d skipped: %s: %r", self.path, self._line_number, exc, text)
-                continue
-            if record is not None:
-                records.append(record)
-        return records
+    def _parse(self, raw: bytes) -> HealthRecord | None:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self._skip(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})")
+            return None
+        try:
+            return parse_health_line(text)
+        except HealthLineError as exc:
+            self._skip(f"{exc}: {text!r}")
+            return None
+
+    def _skip(self, why: str) -> None:
+        self.bad_lines += 1
+        log.warning("health events file %s line %d skipped: %s", self.path, self._line_number, why)
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

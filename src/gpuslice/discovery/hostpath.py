@@ -169,6 +169,14 @@ def read_numa_node(root: Path, bus_id: str) -> int | None:
     return value if value >= 0 else None
 
 
+def read_pci_class(root: Path, bus_id: str) -> int | None:
+    """The 24-bit PCI class code sysfs reports for a device (None when unreadable)."""
+    try:
+        return int((root / "sys/bus/pci/devices" / bus_id[-12:].lower() / "class").read_text().strip(), 16)
+    except (OSError, ValueError):
+        return None
+
+
 @dataclass(frozen=True)
 class PciGpu:
     """An NVIDIA display/3D PCI function found in sysfs."""
@@ -295,6 +303,7 @@ class HostPathBackend(Backend):
             listed = ", ".join(f"gi{gi}/ci{ci}" for gi, ci in mig_ids)
             self._warn(f"{uuid}: MIG instances {listed} exist; their profiles and UUIDs need NVML")
         numa = pci.numa_node if pci is not None else read_numa_node(self.root, bus_id)
+        pci_class = pci.pci_class if pci is not None else read_pci_class(self.root, bus_id)
         return Gpu(
             index=0,
             uuid=uuid,
@@ -305,6 +314,7 @@ class HostPathBackend(Backend):
             pci_bus_id=bus_id,
             minor=minor,
             mig_enabled=bool(mig_ids),
+            pci_class=pci_class,
         )
 
     def _mig_ids(self, minor: int) -> list[tuple[int, int]]:

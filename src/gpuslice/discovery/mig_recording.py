@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import uuid as uuidlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from gpuslice.discovery.capabilities import MigControlError
 from gpuslice.gpu import InvalidMigLayout, MigCatalogue, MigInstance, Node, catalogue_for, free_placements
+
+MigCall = tuple[str, int, Any, int]  # (create | destroy, GPU index, profile or GI, start or CI)
+
+
+@runtime_checkable
+class RecordsMigCalls(Protocol):
+    """A MIG control that keeps the device calls it was asked to make (the fake does; NVML's does not)."""
+
+    calls: list[MigCall]
+
 
 _NAMESPACE = uuidlib.UUID("9d3f4a52-61c4-4f8e-8a0b-6d6967637472")  # deterministic UUIDs of recorded MIG devices
 
@@ -17,7 +27,7 @@ class RecordingMigControl:
 
     def __init__(self, node: Node) -> None:
         self.node = node
-        self.calls: list[tuple[str, int, Any, int]] = []
+        self.calls: list[MigCall] = []
         self.instances: dict[int, dict[tuple[int, int], MigInstance]] = {
             g.index: {(m.gi, m.ci): m for m in g.mig_instances} for g in node.gpus
         }

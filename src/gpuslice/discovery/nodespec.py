@@ -9,8 +9,12 @@ from typing import Any
 
 import yaml
 
+from gpuslice.fsutil.safe_yaml import load_yaml
+from gpuslice.fsutil.textread import InputFileError, read_bounded_text
 from gpuslice.gpu import (
+    PCI_CLASS_3D_CONTROLLER,
     ComputeCapability,
+    FabricInfo,
     Gpu,
     InvalidMigLayout,
     MigInstance,
@@ -26,6 +30,14 @@ _UUID_NAMESPACE = uuid.UUID("5b1c2c6e-8a51-4bd4-9a51-6770757c6963")
 # /proc/driver/nvidia-caps/mig-minors layout: config=1, monitor=2, then per GPU 15 GIs x (1 + 8 CIs).
 _CAPS_PER_GI = 9
 _CAPS_PER_GPU = 15 * _CAPS_PER_GI
+
+
+# Limits on a node spec (docs/security.md). Today's largest nodes carry 8 or 16 GPUs; 64 leaves room for any
+# test rig. MIG: the largest geometry (A100/H100/H200/B200) holds 7 GPU instances; the cap is set above
+# that so the MIG catalogue still explains a count just over what fits. A spec is a few KiB.
+MAX_NODE_SPEC_BYTES = 1 << 20
+MAX_GPUS_PER_NODE = 64
+MAX_MIG_INSTANCES_PER_GPU = 16
 
 
 class NodeSpecError(ValueError):
@@ -70,7 +82,17 @@ PRESETS: dict[str, dict[str, Any]] = {
 DEFAULT_PRESET = "h100x4"
 
 _TOP_KEYS = {"name", "gpus", "driver_version", "cuda_version", "machine_type", "health_events", "topology"}
-_GPU_KEYS = {"model", "count", "memory_mib", "compute_capability", "numa_node", "mig", "pci_bus_id"}
+_GPU_KEYS = {
+    "model",
+    "count",
+    "memory_mib",
+    "compute_capability",
+    "numa_node",
+    "mig",
+    "pci_bus_id",
+    "pci_class",
+    "fabric",
+}
 
 
 def load_node_spec(ref: str | None) -> NodeSpec:
@@ -83,11 +105,13 @@ def load_node_spec(ref: str | None) -> NodeSpec:
         return parse_node_spec(PRESETS[name], source=f"preset:{name}")
     path = Path(ref)
     try:
-        text = path.read_text()
+        text = read_bounded_text(path, "node spec", MAX_NODE_SPEC_BYTES)
     except OSError as exc:
         raise NodeSpecError(f"cannot read node spec {ref}: {exc.strerror or exc}") from exc
+    except InputFileError as exc:
+        raise NodeSpecError(str(exc)) from exc
     try:
-        data = yaml.safe_load(text)
+        data, _ = load_yaml(text)
     except yaml.YAMLError as exc:
         raise NodeSpecError(f"{ref}: not valid YAML: {exc}") from exc
     spec = parse_node_spec(data, source=str(path))
@@ -109,7 +133,13 @@ def parse_node_spec(data: Any, source: str = "<node spec>") -> NodeSpec:
     node_name = str(data.get("name", "gpuslice-node"))
     gpus: list[Gpu] = []
     for position, entry in enumerate(gpus_raw):
-        gpus.extend(_parse_gpu_entry(entry, f"{source}: gpus[{position}]", node_name, len(gpus)))
+        where = f"{source}: gpus[{position}]"
+        count = entry.get("count", 1) if isinstance(entry, dict) else 1
+        if isinstance(count, int) and len(gpus) + count > MAX_GPUS_PER_NODE:  # before building any of them
+            raise NodeSpecError(
+                f"{where}.count: {len(gpus) + count} GPUs on the node, over the limit of {MAX_GPUS_PER_NODE}"
+            )
+        gpus.extend(_parse_gpu_entry(entry, where, node_name, len(gpus)))
     node = Node(
         name=node_name,
         gpus=tuple(gpus),
@@ -153,11 +183,17 @@ def _parse_gpu_entry(entry: Any, where: str, node_name: str, first_index: int) -
     numa = entry.get("numa_node")
     if numa is not None and (not isinstance(numa, int) or isinstance(numa, bool) or numa < 0):
         raise NodeSpecError(f"{where}.numa_node: must be a non-negative integer, got {numa!r}")
+    pci_class = _pci_class(entry.get("pci_class", PCI_CLASS_3D_CONTROLLER), f"{where}.pci_class")
+    fabric = _fabric(entry.get("fabric"), f"{where}.fabric")
     mig_raw = entry.get("mig")
     mig_profiles: list[str] | None = None
     if mig_raw is not None:
         if not isinstance(mig_raw, list) or not all(isinstance(p, str) for p in mig_raw):
             raise NodeSpecError(f"{where}.mig: must be a list of MIG profile names such as 1g.10gb")
+        if len(mig_raw) > MAX_MIG_INSTANCES_PER_GPU:
+            raise NodeSpecError(
+                f"{where}.mig: {len(mig_raw)} instances, over the limit of {MAX_MIG_INSTANCES_PER_GPU} per GPU"
+            )
         mig_profiles = list(mig_raw)
     gpus = []
     for offset in range(count):
@@ -177,9 +213,38 @@ def _parse_gpu_entry(entry: Any, where: str, node_name: str, first_index: int) -
                 pci_bus_id=str(entry.get("pci_bus_id", f"00000000:{0x18 + index * 0x10:02X}:00.0")),
                 mig_enabled=mig_profiles is not None,
                 mig_instances=instances,
+                pci_class=pci_class,
+                fabric=fabric,
             )
         )
     return gpus
+
+
+def _pci_class(value: Any, where: str) -> int:
+    """A 24-bit PCI class code, as an integer or a hex string ("0x030200")."""
+    try:
+        code = int(value, 16) if isinstance(value, str) else value
+    except ValueError:
+        code = None
+    if not isinstance(code, int) or isinstance(code, bool) or not 0 <= code <= 0xFFFFFF:
+        raise NodeSpecError(f"{where}: must be a 24-bit PCI class code such as 0x030200, got {value!r}")
+    return code
+
+
+def _fabric(value: Any, where: str) -> FabricInfo | None:
+    """`{cluster_uuid, clique_id}`: the GPUs' NVLink fabric (as NVML's fabric info reports it once registered)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"cluster_uuid", "clique_id"}:
+        raise NodeSpecError(f"{where}: must be a mapping with exactly cluster_uuid and clique_id")
+    try:
+        cluster = str(uuid.UUID(str(value["cluster_uuid"])))
+    except ValueError as exc:
+        raise NodeSpecError(f"{where}.cluster_uuid: not a UUID: {value['cluster_uuid']!r}") from exc
+    clique = value["clique_id"]
+    if not isinstance(clique, int) or isinstance(clique, bool) or not 0 <= clique < 2**32:
+        raise NodeSpecError(f"{where}.clique_id: must be an integer from 0 to 4294967295, got {clique!r}")
+    return FabricInfo(cluster, clique)
 
 
 def _build_mig(

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from gpuslice.fsutil.textread import InputFileError, iter_text_lines
 from gpuslice.gpu.units import MILLI
 
 ENV_TRACE_DIR = "GPUSLICE_OPENB_DIR"
@@ -18,6 +19,13 @@ NODE_FILE = "openb_node_list_gpu_node.csv"
 POD_PREFIX = "openb_pod_list_"
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
+# Limits (docs/security.md): openb has 1,523 nodes and about 8,000 pods per workload; a row costs well
+# under 1 KiB here, so the caps stay far inside a 24 GiB machine. No column (milli-CPU, MiB, milli-GPU)
+# comes near MAX_VALUE, and the int64 tables would overflow long after it.
+MAX_NODES = 100_000
+MAX_PODS = 1_000_000
+MAX_OPENB_LINE_BYTES = 64 * 1024
+MAX_VALUE = 10**12
 
 IntArray = npt.NDArray[np.int64]
 
@@ -107,15 +115,27 @@ def load_trace(workload: str = "default", trace_dir: str | Path | None = None) -
     return OpenbTrace(workload=workload, nodes=nodes, pods=load_pods(pod_file), source=folder)
 
 
-def _rows(path: Path, required: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
+def _rows(path: Path, required: tuple[str, ...], limit: int) -> list[tuple[int, dict[str, str]]]:
+    """(line, row) of a CSV file with these columns, streamed and checked (UTF-8, line length, row count)."""
     if not path.is_file():
         raise OpenbTraceError(f"{path} does not exist")
-    with path.open(newline="") as handle:
-        reader = csv.DictReader(handle)
+    lines = iter_text_lines(path, "openb trace", MAX_OPENB_LINE_BYTES)
+    rows: list[tuple[int, dict[str, str]]] = []
+    number = 1
+    try:
+        reader = csv.DictReader((text for _, text in lines), restval="")
         missing = [c for c in required if c not in (reader.fieldnames or ())]
         if missing:
             raise OpenbTraceError(f"{path}: missing column(s) {', '.join(missing)} (header: {reader.fieldnames})")
-        return [(number, row) for number, row in enumerate(reader, start=2)]
+        for number, row in enumerate(reader, start=2):
+            if len(rows) == limit:
+                raise OpenbTraceError(f"{path.name}:{number}: more than {limit} rows, the limit of this file")
+            rows.append((number, row))
+    except InputFileError as exc:
+        raise OpenbTraceError(str(exc)) from exc
+    except csv.Error as exc:
+        raise OpenbTraceError(f"{path.name}:{number + 1}: not CSV: {exc}") from exc
+    return rows
 
 
 def _int(path: Path, line: int, row: dict[str, str], column: str) -> int:
@@ -126,11 +146,13 @@ def _int(path: Path, line: int, row: dict[str, str], column: str) -> int:
         raise OpenbTraceError(f"{path.name}:{line}: column {column} = {text!r} is not an integer") from None
     if value < 0:
         raise OpenbTraceError(f"{path.name}:{line}: column {column} = {value} is negative")
+    if value > MAX_VALUE:
+        raise OpenbTraceError(f"{path.name}:{line}: column {column} = {value} is over the limit of {MAX_VALUE}")
     return value
 
 
 def load_nodes(path: Path) -> NodeTable:
-    rows = sorted(_rows(path, NODE_COLUMNS), key=lambda item: item[1]["sn"])
+    rows = sorted(_rows(path, NODE_COLUMNS, MAX_NODES), key=lambda item: item[1]["sn"])
     if not rows:
         raise OpenbTraceError(f"{path}: no nodes")
     models = sorted({row["model"].strip() for _, row in rows if row["model"].strip()})
@@ -159,7 +181,7 @@ def load_nodes(path: Path) -> NodeTable:
 
 
 def load_pods(path: Path) -> PodTable:
-    rows = sorted(_rows(path, POD_COLUMNS), key=lambda item: item[1]["name"])
+    rows = sorted(_rows(path, POD_COLUMNS, MAX_PODS), key=lambda item: item[1]["name"])
     if not rows:
         raise OpenbTraceError(f"{path}: no pods")
     names, cpu, memory, num_gpu, gpu_milli, spec = [], [], [], [], [], []

@@ -9,11 +9,22 @@ from gpuslice.gpu.mig import (
     catalogue_for,
     free_placements,
 )
-from gpuslice.gpu.model import ComputeCapability, Gpu, MigInstance, Node
+from gpuslice.gpu.model import (
+    PCI_CLASS_3D_CONTROLLER,
+    PCI_CLASS_VGA_CONTROLLER,
+    ComputeCapability,
+    FabricInfo,
+    Gpu,
+    MigInstance,
+    Node,
+)
 
 __all__ = [
     "CATALOGUES",
+    "PCI_CLASS_3D_CONTROLLER",
+    "PCI_CLASS_VGA_CONTROLLER",
     "ComputeCapability",
+    "FabricInfo",
     "Gpu",
     "InvalidMigLayout",
     "MigCatalogue",

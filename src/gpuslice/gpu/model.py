@@ -73,6 +73,24 @@ class MigInstance:
         return f"{self.parent_index}:{self.index}"
 
 
+# PCI class codes of NVIDIA GPUs: a 3D controller is a compute GPU, a VGA controller drives displays.
+PCI_CLASS_3D_CONTROLLER = 0x030200
+PCI_CLASS_VGA_CONTROLLER = 0x030000
+
+
+@dataclass(frozen=True)
+class FabricInfo:
+    """A GPU's place in a multi-node NVLink fabric, once the fabric manager has registered it."""
+
+    cluster_uuid: str
+    clique_id: int
+
+    @property
+    def clique(self) -> str:
+        """`<cluster UUID>.<clique ID>`, the value of gpu-feature-discovery's gpu.clique label."""
+        return f"{self.cluster_uuid}.{self.clique_id}"
+
+
 @dataclass(frozen=True)
 class Gpu:
     """One physical GPU as discovered on a node."""
@@ -87,6 +105,8 @@ class Gpu:
     minor: int | None = None  # /dev/nvidia<minor>; defaults to the index
     mig_enabled: bool = False
     mig_instances: tuple[MigInstance, ...] = ()
+    pci_class: int | None = None  # the 24-bit PCI class code; None when discovery could not read it
+    fabric: FabricInfo | None = None  # None: not attached to an NVLink fabric (or not registered yet)
 
     @property
     def device_minor(self) -> int:

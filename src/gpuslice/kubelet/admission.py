@@ -12,7 +12,7 @@ import grpc
 from gpuslice.kubelet import errors
 from gpuslice.kubelet.gotext import go_status_text
 from gpuslice.kubelet.state import KubeletState, PodKey
-from gpuslice.kubelet.views import Admission, ContainerAllocation
+from gpuslice.kubelet.views import Admission, GrantedDevices
 from gpuslice.wire import deviceplugin_pb2
 
 PRE_START_TIMEOUT_S = 30.0
@@ -50,7 +50,7 @@ class Admitter:
         key: PodKey = (namespace, pod)
         uid = pod_uid(namespace, pod)
         with self._lock:
-            done: dict[str, ContainerAllocation] = {}
+            done: dict[str, GrantedDevices] = {}
             for resource, count in resources.items():
                 if count == 0:
                     continue
@@ -74,9 +74,9 @@ class Admitter:
             self._state.record(key, uid, container, done)
         return Admission(pod=pod, namespace=namespace, container=container, uid=uid, allocations=done)
 
-    def _allocate(self, key: PodKey, uid: str, container: str, resource: str, count: int) -> ContainerAllocation:
+    def _allocate(self, key: PodKey, uid: str, container: str, resource: str, count: int) -> GrantedDevices:
         found = self._state.candidates(key, uid, container, resource, count)
-        if isinstance(found, ContainerAllocation):
+        if isinstance(found, GrantedDevices):
             return found  # a restarted container keeps its devices; no new Allocate
         endpoint, options = self._state.endpoint_for(resource)
         if endpoint is None or options is None or not endpoint.usable:
@@ -93,7 +93,7 @@ class Admitter:
         if options.pre_start_required:
             self._pre_start(endpoint.stub, chosen)
         device_ids = tuple(chosen)
-        return ContainerAllocation(
+        return GrantedDevices(
             resource=resource,
             device_ids=device_ids,
             response=response,

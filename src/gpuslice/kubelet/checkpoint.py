@@ -18,7 +18,7 @@ from typing import Any
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from gpuslice.fsutil import atomic_write_text
-from gpuslice.kubelet.views import Admission, ContainerAllocation
+from gpuslice.kubelet.views import Admission, GrantedDevices
 from gpuslice.wire import deviceplugin_pb2
 
 CHECKPOINT_FILE = "kubelet_internal_checkpoint"
@@ -37,7 +37,7 @@ class RestoredContainer:
     pod: str
     uid: str
     container: str
-    allocation: ContainerAllocation
+    allocation: GrantedDevices
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def checksum(data: Mapping[str, Any]) -> int:
     return fnv32a(json.dumps(data, sort_keys=True, separators=(",", ":")).encode())
 
 
-def _device_ids_by_numa(allocation: ContainerAllocation) -> dict[str, list[str]]:
+def _device_ids_by_numa(allocation: GrantedDevices) -> dict[str, list[str]]:
     by_numa: dict[str, list[str]] = {}
     for device in allocation.device_ids:
         for numa in allocation.numa_nodes.get(device) or ():
@@ -103,7 +103,7 @@ def _restore_entry(entry: Mapping[str, Any], names: Mapping[str, Any]) -> Restor
                 numa_nodes[device] = (*numa_nodes.get(device, ()), int(numa))
     response = deviceplugin_pb2.ContainerAllocateResponse()
     response.ParseFromString(base64.b64decode(entry["AllocResp"], validate=True))
-    allocation = ContainerAllocation(
+    allocation = GrantedDevices(
         resource=str(entry["ResourceName"]), device_ids=tuple(device_ids), response=response, numa_nodes=numa_nodes
     )
     name = names[uid]

@@ -12,7 +12,7 @@ UNEXPECTED_ADMISSION_ERROR = "UnexpectedAdmissionError"
 CREATE_CONTAINER_CONFIG_ERROR = "CreateContainerConfigError"
 
 
-class RegistrationError(Exception):
+class RegistrationRefused(Exception):
     """A `Register` call the kubelet refuses; the text is sent as gRPC status UNKNOWN."""
 
 

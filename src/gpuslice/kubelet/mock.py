@@ -16,7 +16,7 @@ from gpuslice.kubelet.podresources import PodResourcesServicer
 from gpuslice.kubelet.registration import DIAL_TIMEOUT_S, Registrar, RegistrationServicer
 from gpuslice.kubelet.sockets import RunningServer, serve_unix, wipe_unix_sockets
 from gpuslice.kubelet.state import KubeletState, Predicate
-from gpuslice.kubelet.views import Admission, ContainerAllocation, ResourceView
+from gpuslice.kubelet.views import Admission, GrantedDevices, ResourceView
 from gpuslice.wire import deviceplugin_grpc, deviceplugin_pb2, podresources_grpc
 
 log = logging.getLogger("gpuslice.kubelet")
@@ -167,7 +167,7 @@ class MockKubelet:
 
     def admit_one(
         self, pod: str, resource: str, count: int = 1, namespace: str = "default", container: str = "main"
-    ) -> ContainerAllocation:
+    ) -> GrantedDevices:
         """`admit` for a single resource, returning just its allocation."""
         return self.admit(pod, {resource: count}, namespace, container).allocations[resource]
 

@@ -8,7 +8,7 @@ from typing import Any
 import grpc
 
 from gpuslice.kubelet.state import KubeletState
-from gpuslice.kubelet.views import Admission, ContainerAllocation
+from gpuslice.kubelet.views import Admission, GrantedDevices
 from gpuslice.wire import podresources_grpc, podresources_pb2
 
 NO_NUMA = -1  # the kubelet's key for devices without topology
@@ -18,7 +18,7 @@ def _topology(numa: int) -> podresources_pb2.TopologyInfo | None:
     return None if numa == NO_NUMA else podresources_pb2.TopologyInfo(nodes=[podresources_pb2.NUMANode(ID=numa)])
 
 
-def container_devices(allocation: ContainerAllocation) -> list[podresources_pb2.ContainerDevices]:
+def container_devices(allocation: GrantedDevices) -> list[podresources_pb2.ContainerDevices]:
     """One entry per NUMA node, as the kubelet groups them; a device on two nodes shows under both."""
     by_numa: dict[int, list[str]] = {}
     for device in allocation.device_ids:

@@ -40,14 +40,14 @@ class Registrar:
         self._lock = threading.Lock()
 
     def register(self, request: deviceplugin_pb2.RegisterRequest) -> None:
-        """Raises RegistrationError with the kubelet's text; returns once the stream is started."""
+        """Raises RegistrationRefused with the kubelet's text; returns once the stream is started."""
         generation = self._state.generation
         resource = request.resource_name
         self._state.count_attempt(resource)
         if request.version not in SUPPORTED_VERSIONS:
-            raise errors.RegistrationError(errors.unsupported_version(request.version, SUPPORTED_VERSIONS))
+            raise errors.RegistrationRefused(errors.unsupported_version(request.version, SUPPORTED_VERSIONS))
         if not is_extended_resource_name(resource):
-            raise errors.RegistrationError(errors.invalid_resource_name(resource))
+            raise errors.RegistrationRefused(errors.invalid_resource_name(resource))
         endpoint = PluginEndpoint(resource, request.endpoint, plugin_socket_path(self._directory, request.endpoint))
         with self._lock:
             self._pending.add(endpoint)
@@ -70,13 +70,13 @@ class Registrar:
         try:
             endpoint.dial(self._dial_timeout_s)
         except DialTimeout as exc:
-            raise errors.RegistrationError(errors.dial_failed("context deadline exceeded")) from exc
+            raise errors.RegistrationRefused(errors.dial_failed("context deadline exceeded")) from exc
         except EndpointStopped as exc:
-            raise errors.RegistrationError(errors.dial_failed("context canceled")) from exc
+            raise errors.RegistrationRefused(errors.dial_failed("context canceled")) from exc
         try:
             options = endpoint.get_options(self._dial_timeout_s)
         except grpc.RpcError as exc:
-            raise errors.RegistrationError(errors.options_failed(go_status_text(exc))) from exc
+            raise errors.RegistrationRefused(errors.options_failed(go_status_text(exc))) from exc
         return self._state.install(endpoint, options, generation)
 
     def close(self) -> None:
@@ -101,7 +101,7 @@ class RegistrationServicer(deviceplugin_grpc.RegistrationServicer):  # type: ign
     def Register(self, request: deviceplugin_pb2.RegisterRequest, context: Any) -> deviceplugin_pb2.Empty:  # noqa: N802 (gRPC method name)
         try:
             self._registrar.register(request)
-        except errors.RegistrationError as exc:
+        except errors.RegistrationRefused as exc:
             log.warning("registration of %s refused: %s", request.resource_name or "<empty>", exc)
             context.abort(grpc.StatusCode.UNKNOWN, str(exc))
         return deviceplugin_pb2.Empty()

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from gpuslice.kubelet import errors
 from gpuslice.kubelet.checkpoint import Restored
 from gpuslice.kubelet.endpoint import PluginEndpoint
-from gpuslice.kubelet.views import Admission, ContainerAllocation, PluginOptions, ResourceView
+from gpuslice.kubelet.views import Admission, GrantedDevices, PluginOptions, ResourceView
 from gpuslice.wire import HEALTHY, UNHEALTHY, deviceplugin_pb2
 
 log = logging.getLogger("gpuslice.kubelet")
@@ -38,7 +38,7 @@ class _Resource:
 @dataclass
 class _Pod:
     uid: str
-    containers: dict[str, dict[str, ContainerAllocation]] = field(default_factory=dict)
+    containers: dict[str, dict[str, GrantedDevices]] = field(default_factory=dict)
 
 
 class KubeletState:
@@ -70,7 +70,7 @@ class KubeletState:
         """Make `endpoint` the resource's endpoint (newest wins) and return the one it replaces."""
         with self._cond:
             if generation != self.generation:
-                raise errors.RegistrationError("kubelet restarted while the registration was in flight")
+                raise errors.RegistrationRefused("kubelet restarted while the registration was in flight")
             entry = self._resource(endpoint.resource)
             old = entry.endpoint
             entry.endpoint, entry.options, entry.registered = endpoint, options, True
@@ -201,9 +201,7 @@ class KubeletState:
                     allocated.setdefault(resource, set()).update(allocation.device_ids)
         return allocated
 
-    def candidates(
-        self, key: PodKey, uid: str, container: str, resource: str, count: int
-    ) -> ContainerAllocation | set[str]:
+    def candidates(self, key: PodKey, uid: str, container: str, resource: str, count: int) -> GrantedDevices | set[str]:
         """The kubelet's checks before choosing devices, in its order.
 
         Returns the container's existing allocation when it already holds this resource (same
@@ -234,7 +232,7 @@ class KubeletState:
             known = entry.numa_nodes if entry is not None else {}
             return {device: known.get(device, ()) for device in devices}
 
-    def record(self, key: PodKey, uid: str, container: str, allocations: Mapping[str, ContainerAllocation]) -> None:
+    def record(self, key: PodKey, uid: str, container: str, allocations: Mapping[str, GrantedDevices]) -> None:
         if not allocations:
             return
         with self._cond:

@@ -66,7 +66,7 @@ class ResourceView:
 
 
 @dataclass(frozen=True)
-class ContainerAllocation:
+class GrantedDevices:
     """The devices of one resource given to one container, and the plugin's `Allocate` answer for them."""
 
     resource: str
@@ -107,7 +107,7 @@ class Admission:
     namespace: str
     container: str
     uid: str
-    allocations: Mapping[str, ContainerAllocation]
+    allocations: Mapping[str, GrantedDevices]
 
     @property
     def device_ids(self) -> dict[str, tuple[str, ...]]:

@@ -6,7 +6,15 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from gpuslice.config import Config, EffectiveSharing, SharingRule
-from gpuslice.gpu import Gpu, MigInstance, MigProfile, Node, catalogue_for
+from gpuslice.gpu import (
+    PCI_CLASS_3D_CONTROLLER,
+    PCI_CLASS_VGA_CONTROLLER,
+    Gpu,
+    MigInstance,
+    MigProfile,
+    Node,
+    catalogue_for,
+)
 from gpuslice.labels.names import sanitise
 from gpuslice.sharing import GPU_RESOURCE, mig_resource_name
 
@@ -42,7 +50,8 @@ def nvidia_labels(
     labels.update(version_labels(node.driver_version, node.cuda_driver_version))
     labels["nvidia.com/mig.capable"] = _bool(any(_mig_capable(gpu) for gpu in node.gpus))
     labels["nvidia.com/mps.capable"] = _bool(_mps_capable(node, sharing))
-    labels["nvidia.com/gpu.mode"] = "compute"  # the model has no PCI class; datacenter GPUs are 3D controllers
+    labels["nvidia.com/gpu.mode"] = gpu_mode(node.gpus)
+    labels.update(clique_labels(node.gpus, warnings))
     labels.update(full_gpu_labels(node.gpus, sharing, warnings))
     strategy = config.flags.mig_strategy
     if strategy != "none":
@@ -197,6 +206,25 @@ def _profile_of(gpu: Gpu, instance: MigInstance) -> MigProfile | None:
     if catalogue is None or instance.profile not in catalogue.names:
         return None
     return catalogue.profile(instance.profile)
+
+
+def gpu_mode(gpus: Sequence[Gpu]) -> str:
+    """`compute` (3D controller), `graphics` (VGA controller), or `unknown` (another or unread class, or a mix)."""
+    modes = {_MODES.get(gpu.pci_class or -1, "unknown") for gpu in gpus}
+    return modes.pop() if len(modes) == 1 else "unknown"
+
+
+_MODES = {PCI_CLASS_3D_CONTROLLER: "compute", PCI_CLASS_VGA_CONTROLLER: "graphics"}
+
+
+def clique_labels(gpus: Sequence[Gpu], warnings: list[str]) -> dict[str, str]:
+    """`nvidia.com/gpu.clique` when every fabric-attached GPU is in one clique; none without a fabric."""
+    cliques = sorted({gpu.fabric.clique for gpu in gpus if gpu.fabric is not None})
+    if len(cliques) == 1:
+        return {"nvidia.com/gpu.clique": cliques[0]}
+    if cliques:
+        warnings.append(f"GPUs are in {len(cliques)} fabric cliques ({', '.join(cliques)}); gpu.clique not set")
+    return {}
 
 
 def _mig_capable(gpu: Gpu) -> bool:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuslice.allocation import AllocateOptions, ImexChannelMissing, nvidia_answer, select_imex_channels
-from gpuslice.allocation.cdi import CONTROL_NODES, DEFAULT_CDI_DIR, CdiError, write_node_specs
+from gpuslice.allocation.cdi import CONTROL_NODES, DEFAULT_CDI_DIR, CdiError
+from gpuslice.allocation.cdi_specs import CdiSettings, CdiSpecUpkeep, SpecSet, build_specs
 from gpuslice.config import Config
 from gpuslice.gpu import Node
 from gpuslice.mps import DEFAULT_CONTROL_COMMAND, CommandControl, MpsControl, MpsManager
@@ -82,16 +83,20 @@ def allocate_options(
     return allocate, warnings
 
 
-def write_cdi_specs(settings: AllocateOptions, node: Node, cdi_dir: str) -> tuple[Path, ...]:
-    """With a cdi-* strategy, regenerate the CDI spec files (NVIDIA does so at every start); else nothing."""
-    if not settings.cdi_enabled:
-        return ()
+def write_cdi_specs(upkeep: CdiSpecUpkeep, config: Config, settings: AllocateOptions, node: Node) -> tuple[Path, ...]:
+    """With a cdi-* strategy, regenerate every CDI spec the answers name (NVIDIA does so at every start);
+    without one, remove the specs this process wrote before."""
     try:
-        written = write_node_specs(
-            cdi_dir, node, settings.device_id_strategy, settings.dev_root, settings.imex_channels
-        )
+        if not settings.cdi_enabled:
+            upkeep.write(SpecSet({}))
+            return ()
+        cdi = CdiSettings.from_config(config, settings.imex_channels, settings.control_nodes)
+        spec_set = build_specs(node, cdi)
+        for warning in spec_set.warnings:
+            log.warning("CDI: %s", warning)
+        written = upkeep.write(spec_set)
     except CdiError as exc:
-        raise CompatError(f"--cdi-spec-dir {cdi_dir}: {exc}") from exc
+        raise CompatError(f"--cdi-spec-dir {upkeep.directory}: {exc}") from exc
     for path in written:
         log.info("wrote CDI spec %s", path)
     return written

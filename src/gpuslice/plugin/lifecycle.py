@@ -20,6 +20,7 @@ from gpuslice.plugin.kubelet_watch import KUBELET_POLL_S, KubeletWatcher
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.metrics import MetricsServer, PluginMetrics
 from gpuslice.plugin.server import PluginStartError
+from gpuslice.plugin.serving_probe import probe_serving
 
 log = logging.getLogger("gpuslice.plugin")
 
@@ -139,10 +140,10 @@ class PluginRuntime:
         return True, "ok"
 
     def alive(self) -> tuple[bool, str]:
-        """/healthz: the background threads that must run are running."""
+        """/healthz: the background threads that must run are running, and every gRPC server answers."""
         if self.health_loop is not None and not self.health_loop.alive:
             return False, "health loop stopped"
-        return True, "ok"
+        return probe_serving(server.socket_path for server in self.manager.servers if server.serving)
 
     def resources_expected(self) -> bool:
         return bool(self.manager.resources)
@@ -171,6 +172,7 @@ def build_runtime(
     `environ`, recovery as `gpuslice.healthRecovery` says, and metrics on `metrics_port` when given.
 
     Pass the same `metrics` that the manager got as its observer, so allocations and streams are counted.
+    `metrics_address`: the address to bind ("" is every address).
     """
     metrics = metrics or PluginMetrics()
     xids = xid_policy_from_env(environ)

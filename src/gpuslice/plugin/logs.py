@@ -5,13 +5,63 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 import time
+from collections.abc import Mapping
 from typing import IO, Any, Literal
 
 LogFormat = Literal["klog", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("klog", "json")
 _JSON_LEVELS = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warning", logging.ERROR: "error"}
+
+# Device IDs, file lines and error texts reach log lines from clients and files. One value is cut at
+# MAX_VALUE_CHARS and a whole message at MAX_MESSAGE_CHARS, each with its full length shown, so a 1 MB ID
+# costs a short line. Every character that could end a line, rewrite the terminal (ANSI escapes start with
+# ESC) or hide text (bidi overrides) is written as a visible escape, so a log line cannot be forged.
+MAX_VALUE_CHARS = 512
+MAX_MESSAGE_CHARS = 8192
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x00": "\\0"}
+
+
+def escape(text: str, keep_newlines: bool = False) -> str:
+    """`text` with control, ANSI-escape and bidi characters written as `\\n`, `\\x1b`, `\\u202e`, ..."""
+    return (_UNSAFE_BUT_NEWLINE if keep_newlines else _UNSAFE).sub(_escaped, text)
+
+
+def truncate(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    """`text`, or its first `limit` characters and `...(N chars)` when it is longer."""
+    return text if len(text) <= limit else f"{text[:limit]}...({len(text)} chars)"
+
+
+def safe_message(record: logging.LogRecord) -> str:
+    """The record's message with every string or error argument truncated, and the whole escaped."""
+    args: Any = record.args
+    if isinstance(args, tuple):
+        args = tuple(_bounded(arg) for arg in args)
+    elif isinstance(args, Mapping):
+        args = {key: _bounded(arg) for key, arg in args.items()}
+    try:
+        message = str(record.msg) % args if args else str(record.msg)
+    except (TypeError, ValueError, KeyError):
+        message = record.getMessage()  # let logging report the bad format string as it always does
+    return escape(truncate(message, MAX_MESSAGE_CHARS))
+
+
+def _bounded(value: Any) -> Any:
+    if isinstance(value, str | BaseException):
+        return truncate(str(value))
+    return value
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
 
 
 def klog_level(levelno: int) -> str:
@@ -42,9 +92,11 @@ class KlogFormatter(logging.Formatter):
             f"{klog_level(record.levelno)}{time.strftime('%m%d %H:%M:%S', moment)}.{micros:06d} "
             f"{pid:7d} {record.filename}:{record.lineno}] "
         )
-        text = header + record.getMessage()
+        text = header + safe_message(record)
         if record.exc_info:
-            text += "\n" + self.formatException(record.exc_info)
+            # Indented, so that no line of a traceback (which quotes error texts) can pass for a log entry.
+            trace = escape(self.formatException(record.exc_info), keep_newlines=True)
+            text += "".join(f"\n\t{line}" for line in trace.splitlines())
         return text
 
 
@@ -63,13 +115,13 @@ class JsonFormatter(logging.Formatter):
             "level": _JSON_LEVELS.get(record.levelno, record.levelname.lower()),
             "logger": record.name,
             "caller": f"{record.filename}:{record.lineno}",
-            "msg": record.getMessage(),
+            "msg": safe_message(record),
             "pid": record.process,
         }
         if self._node_name:
             entry["node"] = self._node_name
         if record.exc_info:
-            entry["error"] = self.formatException(record.exc_info)
+            entry["error"] = escape(self.formatException(record.exc_info), keep_newlines=True)
         return json.dumps(entry, ensure_ascii=False)
 
 

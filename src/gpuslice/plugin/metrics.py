@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from gpuslice.allocation import AllocationError
+from gpuslice.plugin.http_server import BoundedHttpServer, HttpLimits
 
 log = logging.getLogger("gpuslice.plugin.metrics")
 
@@ -22,6 +20,7 @@ ALLOCATE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 
 DeviceCounts = Callable[[], Mapping[str, tuple[int, int]]]  # resource -> (advertised, healthy)
 Probe = Callable[[], tuple[bool, str]]  # (ok, why)
+_TEXT = "text/plain; charset=utf-8"
 
 
 class _DeviceCollector(Collector):
@@ -125,7 +124,10 @@ class PluginMetrics:
 
 
 class MetricsServer:
-    """HTTP on `address:port` (port 0 picks a free one): /metrics, /healthz (alive), /readyz (registered)."""
+    """HTTP on `address:port` (port 0 picks a free one): /metrics, /healthz (alive), /readyz (registered).
+
+    Served by plugin.http_server: bounded connections, per-connection timeouts, a fixed pool of handlers.
+    """
 
     def __init__(
         self,
@@ -134,53 +136,28 @@ class MetricsServer:
         address: str = "",
         liveness: Probe | None = None,
         readiness: Probe | None = None,
+        limits: HttpLimits | None = None,
     ) -> None:
         self.metrics = metrics
         self._liveness = liveness or (lambda: (True, "ok"))
         self._readiness = readiness or (lambda: (True, "ok"))
-        self._httpd = ThreadingHTTPServer((address, port), self._handler_class())
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        self.http = BoundedHttpServer(address, port, self._route, limits, name="gpuslice-metrics")
 
     @property
     def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        return self.http.port
 
     def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._httpd.serve_forever, name="gpuslice-metrics", daemon=True)
-            self._thread.start()
-            log.info("serving /metrics, /healthz and /readyz on port %d", self.port)
+        self.http.start()
+        log.info("serving /metrics, /healthz and /readyz on port %d", self.port)
 
     def stop(self) -> None:
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            self._httpd.shutdown()
-            thread.join()
-        self._httpd.server_close()
+        self.http.stop()
 
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
-                if path == "/metrics":
-                    self._send(200, server.metrics.render(), CONTENT_TYPE_LATEST)
-                elif path in ("/healthz", "/readyz"):
-                    ok, why = (server._liveness if path == "/healthz" else server._readiness)()
-                    self._send(200 if ok else 503, (why + "\n").encode(), "text/plain; charset=utf-8")
-                else:
-                    self._send(404, b"not found: try /metrics, /healthz or /readyz\n", "text/plain; charset=utf-8")
-
-            def _send(self, status: int, body: bytes, content_type: str) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                log.debug("metrics http: " + format, *args)
-
-        return Handler
+    def _route(self, path: str) -> tuple[int, bytes, str]:
+        if path == "/metrics":
+            return 200, self.metrics.render(), CONTENT_TYPE_LATEST
+        if path in ("/healthz", "/readyz"):
+            ok, why = (self._liveness if path == "/healthz" else self._readiness)()
+            return (200 if ok else 503), (why + "\n").encode(), _TEXT
+        return 404, b"not found: try /metrics, /healthz or /readyz\n", _TEXT

@@ -7,6 +7,8 @@ import threading
 from dataclasses import dataclass
 
 from gpuslice.allocation import AllocateOptions, MpsConfigError, daemon_settings
+from gpuslice.allocation.cdi import CdiError
+from gpuslice.allocation.cdi_specs import CdiSpecUpkeep
 from gpuslice.config import Config
 from gpuslice.discovery import Backend
 from gpuslice.gpu import Node
@@ -54,14 +56,16 @@ def compat_options(backend: Backend, cdi_dir: str, mps_control_command: str | No
 class NodeUpkeep:
     """Keeps the CDI spec files and the MPS daemons in step with the served config.
 
-    `start(served)` writes the spec and starts the daemons before anything is served (as NVIDIA does);
+    `start(served)` writes the specs and starts the daemons before anything is served (as NVIDIA does);
     `apply(candidate)` moves them to a new config, or restores the old daemons and returns False;
-    `stop()` quits the daemons (after the servers). All three are safe from any thread.
+    `stop()` quits the daemons and removes the spec files this process wrote (after the servers). All
+    three are safe from any thread.
     """
 
     def __init__(self, options: CompatOptions, mps_control: MpsControl | None = None) -> None:
         self.options = options
         self._mps_control = mps_control
+        self._cdi = CdiSpecUpkeep(options.cdi_dir)
         self._mps: MpsManager | None = None
         self._served: ServedConfig | None = None
         self._lock = threading.Lock()
@@ -69,7 +73,7 @@ class NodeUpkeep:
     def start(self, served: ServedConfig) -> None:
         """Write the CDI spec and start the MPS daemons; raises CompatError or MpsStartError."""
         with self._lock:
-            write_cdi_specs(served.allocate_options, served.node, self.options.cdi_dir)
+            write_cdi_specs(self._cdi, served.config, served.allocate_options, served.node)
             self._mps = self._start_mps(served)
             self._served = served
 
@@ -85,7 +89,7 @@ class NodeUpkeep:
             try:
                 if mps_changed:
                     self._mps = self._start_mps(candidate)
-                write_cdi_specs(candidate.allocate_options, candidate.node, self.options.cdi_dir)
+                write_cdi_specs(self._cdi, candidate.config, candidate.allocate_options, candidate.node)
             except (MpsStartError, CompatError) as exc:
                 log.error("reload failed, still serving the previous config: %s", exc)
                 if mps_changed and old is not None:
@@ -95,11 +99,15 @@ class NodeUpkeep:
             return True
 
     def stop(self) -> None:
-        """Quit the MPS daemons. Idempotent; call after the servers are stopped."""
+        """Quit the MPS daemons and remove our CDI specs. Idempotent; call after the servers are stopped."""
         with self._lock:
             if self._mps is not None:
                 self._mps.stop()
                 self._mps = None
+            try:
+                self._cdi.remove()
+            except CdiError as exc:
+                log.error("%s", exc)
 
     def _start_mps(self, served: ServedConfig) -> MpsManager | None:
         manager = mps_manager(served.config, served.plan, self.options, self._mps_control)

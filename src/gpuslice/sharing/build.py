@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpuslice.config import Config, SharingRule, effective_sharing
+from gpuslice.config.limits import MAX_DEVICES_PER_RESOURCE
 from gpuslice.config.validate import SHARED_SUFFIX, EffectiveSharing
 from gpuslice.gpu import Gpu, MigInstance, Node
 from gpuslice.sharing.bases import GPU_RESOURCE, BaseResource, base_resources, mig_resource_name
@@ -112,6 +113,12 @@ def _resource(
     sharing: EffectiveSharing,
     config: Config,
 ) -> Resource:
+    total = sum(replicas or 1 for _, replicas in members)
+    if total > MAX_DEVICES_PER_RESOURCE:  # checked before building them: the count alone could fill memory
+        raise SharingError(
+            f"{name}: {_derivation(members, base.profile)} devices is over the limit of {MAX_DEVICES_PER_RESOURCE} "
+            "devices per resource (what the kubelet's 4 MiB ListAndWatch message holds with margin)"
+        )
     devices: list[AdvertisedDevice] = []
     for (gpu, mig), replicas in members:
         physical = mig.uuid if mig is not None else gpu.uuid

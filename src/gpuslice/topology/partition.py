@@ -6,9 +6,14 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+# numpy is imported by each search function, not here: the plugin imports this module at start-up (through
+# allocation), and only a preferred-allocation query on a node with a topology runs the search.
 
 # Above this many items the search graph grows past a few million edges; callers fall back to something cheaper.
 MAX_PARTITION_ITEMS = 16
@@ -60,6 +65,8 @@ def best_partition(weights: Sequence[Sequence[int]], size: int, required: Collec
     first position), ties included, but needs one pass over a cached search graph instead of every partition:
     the best score of every remaining-positions state, bottom up, then the first best edge from the root down.
     """
+    import numpy as np
+
     count = len(weights)
     if not 1 <= size <= count:
         raise ValueError(f"set size must be between 1 and {count}, got {size}")
@@ -107,6 +114,8 @@ def _positions(mask: int) -> tuple[int, ...]:
 
 @lru_cache(maxsize=32)
 def _plan(count: int, size: int) -> _Plan:
+    import numpy as np
+
     width = -(-count // size) * size
     pad_count = width - count
     pad_mask = ((1 << width) - 1) ^ ((1 << count) - 1)
@@ -172,6 +181,8 @@ def _plan(count: int, size: int) -> _Plan:
 def _next_sets(states: npt.NDArray[np.int64], size: int, count: int, pad: int, pad_count: int) -> npt.NDArray[np.int64]:
     """For states with the same number of real positions (all holding the padding `pad`, or none): one row per
     state of every set go-gpuallocator may take next, the lowest position plus size-1 others."""
+    import numpy as np
+
     low = states & -states
     rest = states ^ low ^ pad
     bits = ((rest[:, None] >> np.arange(count, dtype=np.int64)) & 1).astype(bool)
@@ -192,6 +203,8 @@ def _next_sets(states: npt.NDArray[np.int64], size: int, count: int, pad: int, p
 
 
 def _pairs_of(bits: npt.NDArray[np.int64], size: int) -> npt.NDArray[np.intp]:
+    import numpy as np
+
     width = bits.shape[1]
     positions = np.nonzero(bits)[1].reshape(len(bits), size)  # each set's positions, ascending
     pairs = list(combinations(range(size), 2))

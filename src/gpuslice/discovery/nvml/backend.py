@@ -13,7 +13,15 @@ from typing import Any, TypedDict
 
 from gpuslice.discovery.backend import Backend
 from gpuslice.discovery.capabilities import HealthSource, MigControl, Prober
-from gpuslice.discovery.hostpath import MigMinors, load_mig_minors, normalize_bus_id, read_machine_type, read_numa_node
+from gpuslice.discovery.hostpath import (
+    MigMinors,
+    load_mig_minors,
+    normalize_bus_id,
+    read_machine_type,
+    read_numa_node,
+    read_pci_class,
+)
+from gpuslice.discovery.nvml.fabric import fabric_info
 from gpuslice.discovery.nvml.health import NvmlHealthSource, NvmlProbe
 from gpuslice.discovery.nvml.library import (
     EVENT_XID_CRITICAL,
@@ -172,6 +180,9 @@ class NvmlBackend(Backend):
         device_minor = self._optional(index, "nvmlDeviceGetMinorNumber", handle)
         modes = self._optional(index, "nvmlDeviceGetMigMode", handle)
         mig_enabled = bool(modes and modes[0] == 1)
+        info = self.library.c_nvmlGpuFabricInfo_t()
+        supported = self._optional(index, "nvmlDeviceGetGpuFabricInfo", handle, self.library.byref(info))
+        fabric = fabric_info(info) if supported is not None else None
         gpu = Gpu(
             index=index,
             uuid=uuid,
@@ -182,6 +193,8 @@ class NvmlBackend(Backend):
             pci_bus_id=bus_id,
             minor=device_minor,
             mig_enabled=mig_enabled,
+            pci_class=read_pci_class(self.driver_root, bus_id),  # NVML has no call for it; sysfs does
+            fabric=fabric,
         )
         if not mig_enabled:
             return gpu

@@ -70,6 +70,8 @@ class FakeGpu:
     nvlinks: list[tuple[str, int]] = field(default_factory=list)  # (remote bus id, remote device type)
     supported_events: int | None = ALL_EVENTS
     max_mig_devices: int = 7
+    # (cluster UUID bytes, clique ID, fabric state): None answers NOT_SUPPORTED, as on a GPU without a fabric.
+    fabric: tuple[bytes, int, int] | None = None
 
     def mig_devices(self) -> list[tuple[int, int]]:
         return sorted((gi, ci) for gi, g in self.gis.items() for ci in g.cis)
@@ -209,6 +211,15 @@ class FakeNvml:
             raise FakeNvmlError(NOT_SUPPORTED)
         return numa
 
+    def nvmlDeviceGetGpuFabricInfo(self, handle: Any, info: Any) -> int:
+        self._enter("nvmlDeviceGetGpuFabricInfo", handle)
+        fabric = self._gpu(handle).fabric
+        if fabric is None:
+            raise FakeNvmlError(NOT_SUPPORTED)
+        info.clusterUuid, info.cliqueId, info.state = fabric
+        info.status = 0
+        return 0
+
     def nvmlDeviceGetMinorNumber(self, handle: Any) -> int:
         self._enter("nvmlDeviceGetMinorNumber", handle)
         return self._gpu(handle).minor
@@ -331,6 +342,9 @@ class FakeNvml:
 
     def c_nvmlGpuInstancePlacement_t(self, start: int, size: int) -> Any:
         return SimpleNamespace(start=start, size=size)
+
+    def c_nvmlGpuFabricInfo_t(self) -> Any:
+        return SimpleNamespace(clusterUuid=bytes(16), status=0, cliqueId=0, state=0)
 
     def byref(self, value: Any) -> Any:
         """ctypes.byref: the fake passes the placement itself."""

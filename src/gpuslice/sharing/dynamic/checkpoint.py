@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuslice.fsutil import atomic_write_text
+from gpuslice.fsutil.textread import InputFileError, read_bounded_text
 from gpuslice.gpu import MigInstance
 from gpuslice.sharing.dynamic.geometry import Holding
 
@@ -19,6 +20,8 @@ KIND = "gpuslice/dynamic-mig-checkpoint"
 VERSION = 1
 FILE_NAME = "gpuslice_dynamic_mig_checkpoint"  # beside the plugin sockets: the kubelet's wipe keeps regular files
 CORRUPT_SUFFIX = ".corrupt"
+# A holding is ~400 bytes and a node has at most a few hundred placements: 4 MiB is ample, and bounded.
+MAX_CHECKPOINT_BYTES = 4 << 20
 
 _HOLDING_TYPES: dict[str, type | tuple[type, ...]] = {
     "slot_id": str,
@@ -78,14 +81,16 @@ def write_checkpoint(path: Path, document: Mapping[str, Any]) -> None:
 def read_checkpoint(path: Path, node_name: str | None = None) -> tuple[Holding, ...] | None:
     """The recorded holdings, None when there is no file, MigCheckpointError when it cannot be trusted."""
     try:
-        text = path.read_text()
+        text = read_bounded_text(path, "dynamic MIG checkpoint", MAX_CHECKPOINT_BYTES)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise MigCheckpointError(f"cannot read: {exc.strerror or exc}") from exc
+    except InputFileError as exc:  # random bytes or a runaway file: as untrustworthy as bad JSON
+        raise MigCheckpointError(str(exc)) from exc
     try:
         document = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: thousands of nested brackets
         raise MigCheckpointError(f"not valid JSON: {exc}") from exc
     return decode(document, node_name)
 

@@ -11,8 +11,11 @@ from gpuslice.sim.core.model import ClusterSpec, SimModelError, SimNode
 DEFAULT_CPU_MILLI_PER_GPU = 14_000
 DEFAULT_MEMORY_MIB_PER_GPU = 256 * 1024
 DEFAULT_ISLAND_NODES = 8
+# A simulated node costs ~5 KiB (its GPUs and state); 50,000 nodes (400,000 GPUs on 8-GPU nodes) is past
+# the largest clusters run today and a few hundred MiB, inside a 24 GiB machine with the jobs beside it.
+MAX_CLUSTER_NODES = 50_000
 
-_GROUP = re.compile(r"(\d+)x([A-Za-z0-9][A-Za-z0-9_.-]*)")
+_GROUP = re.compile(r"(\d{1,9})x([A-Za-z0-9][A-Za-z0-9_.-]*)")  # 9 digits: far past MAX_CLUSTER_NODES, int()-safe
 _OPTIONS = {"island", "cpu", "memory"}
 
 
@@ -31,7 +34,8 @@ def parse_cluster(text: str) -> ClusterSpec:
         key = key.strip()
         if not sep or key not in _OPTIONS:
             raise SimModelError(f"cluster {text!r}: option {option!r} must be one of {sorted(_OPTIONS)} as key=value")
-        if not value.strip().isdigit() or int(value) <= 0:
+        number = value.strip()
+        if not (number.isascii() and number.isdigit()) or len(number) > 12 or int(number) <= 0:
             raise SimModelError(f"cluster {text!r}: {key} must be a positive integer, got {value!r}")
         options[key] = int(value)
     groups: list[tuple[int, str]] = []
@@ -47,6 +51,10 @@ def parse_cluster(text: str) -> ClusterSpec:
         if count <= 0:
             raise SimModelError(f"cluster {text!r}: node count must be positive in {group.strip()!r}")
         groups.append((count, preset))
+    if sum(count for count, _ in groups) > MAX_CLUSTER_NODES:  # before building any: the count alone could fill memory
+        raise SimModelError(
+            f"cluster {text!r}: {sum(count for count, _ in groups)} nodes, over the limit of {MAX_CLUSTER_NODES}"
+        )
     island_nodes = options.get("island", DEFAULT_ISLAND_NODES)
     nodes: list[SimNode] = []
     for count, preset in groups:

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import csv
 import io
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from gpuslice.fsutil.textread import InputFileError, iter_text_lines
 from gpuslice.sim.core.clusters import parse_cluster
-from gpuslice.sim.core.model import JobSpec, PodSpec, SimModelError
+from gpuslice.sim.core.model import ClusterSpec, JobSpec, PodSpec, SimModelError
 from gpuslice.sim.traces.trace import Trace, TraceError
 
 FORMAT_VERSION = "1"
@@ -40,6 +43,13 @@ COLUMNS = (
     "gpu_model",
 )
 REQUIRED = ("job_id", "submit", "duration", "pods", "gpu")
+# Limits (docs/security.md). Measured: a parsed job costs ~0.6 KiB and a simulated one ~1 KiB per
+# policy, so a million rows and four million pods stay a few GiB, well inside a 24 GiB machine.
+MAX_TRACE_ROWS = 1_000_000
+MAX_TRACE_PODS = 4_000_000
+MAX_TRACE_LINE_BYTES = 64 * 1024
+# Ten years: longer submit times or durations are typing mistakes (or 1e300), and would print as inf.
+MAX_TRACE_SECONDS = 10 * 365 * 86_400
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no", ""}
 
@@ -56,52 +66,53 @@ class _PendingJob:
 
 
 def load_trace(path: str | Path) -> Trace:
-    """Read a trace file; errors name the file, the line and the column."""
+    """Read a trace file, streamed line by line; errors name the file, the line and the column."""
     source = Path(path)
     try:
-        text = source.read_text()
+        return _parse_lines(iter_text_lines(source, "trace", MAX_TRACE_LINE_BYTES), str(source), source.stem)
     except OSError as exc:
         raise TraceError(f"cannot read trace {source}: {exc.strerror or exc}") from exc
-    return parse_trace(text, str(source), default_name=source.stem)
+    except InputFileError as exc:
+        raise TraceError(str(exc)) from exc
 
 
 def parse_trace(text: str, source: str = "<trace>", default_name: str = "trace") -> Trace:
+    return _parse_lines(enumerate(text.splitlines(), start=1), source, default_name)
+
+
+def _parse_lines(lines: Iterable[tuple[int, str]], source: str, default_name: str) -> Trace:
     headers: dict[str, str] = {}
-    body: list[tuple[int, str]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    cluster: ClusterSpec | None = None
+    columns: list[str] | None = None
+    jobs: dict[str, _PendingJob] = {}
+    rows = 0
+    pods = [0]  # every pod so far, against MAX_TRACE_PODS
+    for number, line in lines:
         stripped = line.strip()
         if stripped.startswith("#"):
             key, sep, value = stripped[1:].partition(":")
-            if sep and not body:
+            if sep and cluster is None:
                 headers[key.strip().lower()] = value.strip()
-        elif stripped:
-            body.append((number, line))
-    if "cluster" not in headers:
-        raise TraceError(f"{source}: missing the '# cluster: <spec>' header (e.g. '# cluster: 16xdgx-h100;island=4')")
-    version = headers.get("gpuslice-sim-trace", FORMAT_VERSION)
-    if version != FORMAT_VERSION:
-        raise TraceError(f"{source}: format version {version!r} is not supported (this reader knows {FORMAT_VERSION})")
-    try:
-        cluster = parse_cluster(headers["cluster"])
-    except SimModelError as exc:
-        raise TraceError(f"{source}: cluster header: {exc}") from exc
-    if not body:
-        raise TraceError(f"{source}: no CSV header row and no jobs")
-    header_line, header_text = body[0]
-    columns = [column.strip() for column in next(csv.reader([header_text]))]
-    missing = [column for column in REQUIRED if column not in columns]
-    unknown = [column for column in columns if column not in COLUMNS]
-    if missing or unknown:
-        problem = f"missing column(s) {missing}" if missing else f"unknown column(s) {unknown}"
-        raise TraceError(f"{source}:{header_line}: {problem}; columns are {', '.join(COLUMNS)}")
-    jobs: dict[str, _PendingJob] = {}
-    for number, line in body[1:]:
-        values = next(csv.reader([line]))
+            continue
+        if not stripped:
+            continue
+        if cluster is None:  # the first body line: every header has been read
+            cluster = _cluster(headers, source)
+        if columns is None:
+            columns = _columns(line, source, number)
+            continue
+        rows += 1
+        if rows > MAX_TRACE_ROWS:
+            raise TraceError(f"{source}:{number}: more than {MAX_TRACE_ROWS} rows, the limit of a trace")
+        values = _csv_values(line, f"{source}:{number}")
         if len(values) != len(columns):
             raise TraceError(f"{source}:{number}: {len(values)} values for {len(columns)} columns")
-        _add_row(
-            jobs, dict(zip(columns, (value.strip() for value in values), strict=True)), f"{source}:{number}", number
-        )
+        row = dict(zip(columns, (value.strip() for value in values), strict=True))
+        _add_row(jobs, row, f"{source}:{number}", number, pods)
+    if cluster is None:
+        cluster = _cluster(headers, source)
+    if columns is None:
+        raise TraceError(f"{source}: no CSV header row and no jobs")
     try:
         specs = tuple(
             JobSpec(job_id, job.submit, job.duration, tuple(job.pods), job.priority, job.tenant, job.gang)
@@ -118,15 +129,40 @@ def parse_trace(text: str, source: str = "<trace>", default_name: str = "trace")
     )
 
 
-def _add_row(jobs: dict[str, _PendingJob], row: dict[str, str], where: str, number: int) -> None:
+def _cluster(headers: dict[str, str], source: str) -> ClusterSpec:
+    if "cluster" not in headers:
+        raise TraceError(f"{source}: missing the '# cluster: <spec>' header (e.g. '# cluster: 16xdgx-h100;island=4')")
+    version = headers.get("gpuslice-sim-trace", FORMAT_VERSION)
+    if version != FORMAT_VERSION:
+        raise TraceError(f"{source}: format version {version!r} is not supported (this reader knows {FORMAT_VERSION})")
+    try:
+        return parse_cluster(headers["cluster"])
+    except SimModelError as exc:
+        raise TraceError(f"{source}: cluster header: {exc}") from exc
+
+
+def _columns(header_text: str, source: str, header_line: int) -> list[str]:
+    columns = [column.strip() for column in _csv_values(header_text, f"{source}:{header_line}")]
+    missing = [column for column in REQUIRED if column not in columns]
+    unknown = [column for column in columns if column not in COLUMNS]
+    if missing or unknown:
+        problem = f"missing column(s) {missing}" if missing else f"unknown column(s) {unknown}"
+        raise TraceError(f"{source}:{header_line}: {problem}; columns are {', '.join(COLUMNS)}")
+    return columns
+
+
+def _add_row(jobs: dict[str, _PendingJob], row: dict[str, str], where: str, number: int, total: list[int]) -> None:
     job_id = row["job_id"]
     if not job_id:
         raise TraceError(f"{where}: job_id: must not be empty")
-    submit = _float(row, "submit", where)
-    duration = _float(row, "duration", where)
+    submit = _seconds(row, "submit", where)
+    duration = _seconds(row, "duration", where)
     pods = _int(row, "pods", where)
     if pods < 1:
         raise TraceError(f"{where}: pods: must be at least 1, got {pods}")
+    total[0] += pods
+    if total[0] > MAX_TRACE_PODS:  # checked before the pods are made: the count alone could fill memory
+        raise TraceError(f"{where}: pods: {total[0]} pods in the trace so far, over the limit of {MAX_TRACE_PODS}")
     gang_text = row.get("gang", "").lower()
     if gang_text not in _TRUE | _FALSE:
         raise TraceError(f"{where}: gang: must be true or false, got {row['gang']!r}")
@@ -160,6 +196,23 @@ def _float(row: dict[str, str], column: str, where: str) -> float:
         return float(row.get(column, ""))
     except ValueError:
         raise TraceError(f"{where}: {column}: not a number: {row.get(column, '')!r}") from None
+
+
+def _csv_values(line: str, where: str) -> list[str]:
+    try:
+        return next(csv.reader([line]))
+    except csv.Error as exc:  # a lone carriage return inside a line, say
+        raise TraceError(f"{where}: not CSV: {exc}") from exc
+
+
+def _seconds(row: dict[str, str], column: str, where: str) -> float:
+    value = _float(row, column, where)
+    if not math.isfinite(value) or abs(value) > MAX_TRACE_SECONDS:
+        raise TraceError(
+            f"{where}: {column}: {row.get(column, '')!r} is not a time the simulator can use "
+            f"(finite, at most {MAX_TRACE_SECONDS:.0f} s = 10 years)"
+        )
+    return value
 
 
 def _int(row: dict[str, str], column: str, where: str, default: int | None = None) -> int:

@@ -1,0 +1,179 @@
+"""Every CDI spec the plugin's answers name (GPUs with the driver, IMEX channels, gdrcopy/GDS/MOFED), kept on disk."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuslice.allocation.cdi import (
+    CDI_VENDOR,
+    CONTROL_NODES,
+    FEATURE_ENVS,
+    GPU_SPEC_FILE,
+    IMEX_SPEC_FILE,
+    CdiError,
+    IdStrategy,
+    check_spec,
+    gpu_spec,
+    imex_spec,
+    versioned,
+    write_spec,
+)
+from gpuslice.allocation.cdi_driver import DISABLE_IPC, MOUNT_OPTIONS, CdiDriverOptions, driver_edits
+from gpuslice.config import Config
+from gpuslice.discovery.driver_files import DriverFiles, discover_driver_files, discover_feature_files
+from gpuslice.gpu import Node
+
+FEATURES = ("gdrcopy", "gds", "mofed")
+
+
+def feature_kind(feature: str) -> str:
+    return f"{CDI_VENDOR}/{feature}"
+
+
+def feature_spec_file(feature: str) -> str:
+    return f"{CDI_VENDOR}-{feature}.json"
+
+
+@dataclass(frozen=True)
+class CdiSettings:
+    """What the CDI specs depend on, resolved from the config (flags > env > file) and the IMEX check."""
+
+    id_strategy: IdStrategy = "uuid"
+    dev_root: str = "/"  # host dev root (NVIDIA's nvidiaDevRoot)
+    imex_channels: tuple[int, ...] = ()
+    features: frozenset[str] = frozenset()  # of FEATURES
+    mps: bool = False
+    driver: CdiDriverOptions = field(default_factory=CdiDriverOptions)
+    control_nodes: tuple[str, ...] = CONTROL_NODES  # those that exist in the plugin's container
+
+    @classmethod
+    def from_config(
+        cls, config: Config, imex_channels: Iterable[int] = (), control_nodes: Iterable[str] = CONTROL_NODES
+    ) -> CdiSettings:
+        flags = config.flags
+        enabled = {"gdrcopy": flags.gdrcopy_enabled, "gds": flags.gds_enabled, "mofed": flags.mofed_enabled}
+        driver = CdiDriverOptions(
+            driver_root=flags.nvidia_driver_root,
+            container_driver_root=flags.plugin.container_driver_root,
+            hook_path=flags.plugin.nvidia_ctk_path,
+            disabled_hooks=frozenset(config.gpuslice.cdi_disabled_hooks),
+            feature_flags=frozenset(config.gpuslice.cdi_feature_flags),
+        )
+        return cls(
+            id_strategy=flags.plugin.device_id_strategy,
+            dev_root=flags.dev_root,
+            imex_channels=tuple(imex_channels),
+            features=frozenset(name for name, on in enabled.items() if on),
+            mps=config.sharing.strategy == "mps",
+            driver=driver,
+            control_nodes=tuple(control_nodes),
+        )
+
+    @property
+    def container_dev_root(self) -> str:
+        """Where this process sees the dev root: under the mounted driver root when the two roots are one."""
+        if self.dev_root.rstrip("/") == self.driver.driver_root.rstrip("/"):
+            return self.driver.container_driver_root
+        return self.dev_root
+
+
+@dataclass(frozen=True)
+class SpecSet:
+    """The specs to write (file name -> spec) and what discovery warned about."""
+
+    specs: Mapping[str, Mapping[str, Any]]
+    driver: DriverFiles | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def build_specs(node: Node, settings: CdiSettings, driver: DriverFiles | None = None) -> SpecSet:
+    """Every spec for `node`; the driver's files are discovered under the container driver root unless given.
+
+    A missing or partial driver root gives one warning listing what was not found, and a spec with what
+    was found: the device nodes always, the libraries only when the driver version is known.
+    """
+    warnings = settings.driver.unknown_names()
+    specs: dict[str, Mapping[str, Any]] = {}
+    if node.gpus:
+        if driver is None:
+            driver = discover_driver_files(
+                settings.driver.container_driver_root,
+                node.driver_version or None,
+                ipc=DISABLE_IPC not in settings.driver.feature_flags,
+                mps_pipe=settings.mps,
+            )
+        warnings += [f"driver root {settings.driver.container_driver_root}: {note}" for note in driver.notes]
+        missing = driver.warning()
+        if missing is not None:
+            warnings.append(f"{missing}; CDI containers may not start CUDA without them")
+        common = driver_edits(driver, settings.driver)
+        specs[GPU_SPEC_FILE] = gpu_spec(node, settings.id_strategy, settings.dev_root, common, settings.control_nodes)
+    if settings.imex_channels:
+        specs[IMEX_SPEC_FILE] = imex_spec(settings.imex_channels, settings.dev_root)
+    for feature in FEATURES:
+        if feature in settings.features:
+            spec, warning = _feature_spec(feature, settings)
+            specs[feature_spec_file(feature)] = spec
+            if warning is not None:
+                warnings.append(warning)
+    return SpecSet(specs, driver, tuple(warnings))
+
+
+def _feature_spec(feature: str, settings: CdiSettings) -> tuple[dict[str, Any], str | None]:
+    """Device `all` of a GPUDirect feature: its env (as in NVIDIA's answer), device nodes and files found."""
+    found = discover_feature_files(feature, settings.container_dev_root, settings.driver.container_driver_root)
+    root = settings.dev_root.rstrip("/")
+    edits: dict[str, Any] = {"env": [f"{FEATURE_ENVS[feature]}=enabled"]}
+    if found.device_nodes:
+        edits["deviceNodes"] = [{"path": p, "hostPath": root + p} if root else {"path": p} for p in found.device_nodes]
+    if found.files:
+        edits["mounts"] = [
+            {"hostPath": settings.driver.host_path(p), "containerPath": p, "options": list(MOUNT_OPTIONS)}
+            for p in found.files
+        ]
+    warning = None
+    if not found.device_nodes:
+        warning = f"{feature}Enabled: no {feature} device node under {settings.container_dev_root}/dev"
+    spec = versioned({"kind": feature_kind(feature), "devices": [{"name": "all", "containerEdits": edits}]})
+    return spec, warning
+
+
+@dataclass
+class CdiSpecUpkeep:
+    """Keeps the plugin's spec files in one directory: writes a SpecSet, removes what it wrote on shutdown.
+
+    Every spec is checked before any file is written, so a bad set leaves the previous files as they
+    were; each file is replaced atomically. A file of ours that the new set no longer has (a feature
+    turned off on reload) is removed. Files this process did not write are never removed.
+    """
+
+    directory: str | Path
+    written: set[Path] = field(default_factory=set)
+
+    def write(self, spec_set: SpecSet) -> tuple[Path, ...]:
+        for spec in spec_set.specs.values():
+            check_spec(spec)
+        paths = tuple(write_spec(self.directory, name, spec) for name, spec in spec_set.specs.items())
+        for stale in self.written - set(paths):
+            _remove(stale)
+        self.written = set(paths)
+        return paths
+
+    def remove(self) -> None:
+        """Remove the spec files this process wrote (idempotent)."""
+        for path in sorted(self.written):
+            _remove(path)
+        self.written = set()
+
+
+def _remove(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise CdiError(f"cannot remove CDI spec {path}: {exc.strerror or exc}") from exc

@@ -1,0 +1,31 @@
+"""One name means one thing: no two modules of src/ define a public class or constant of the same name."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "gpuslice"
+
+
+def _public_definitions(path: Path) -> list[str]:
+    names: list[str] = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names += [t.id for t in targets if isinstance(t, ast.Name) and t.id.isupper() and not t.id.startswith("_")]
+    return names
+
+
+def test_each_public_class_and_constant_is_defined_once() -> None:
+    where: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(SRC.rglob("*.py")):
+        if "generated" in path.parts:
+            continue  # protoc's output names follow the .proto files
+        for name in _public_definitions(path):
+            where[name].append(str(path.relative_to(SRC)))
+    repeated = {name: places for name, places in where.items() if len(places) > 1}
+    assert not repeated, f"names defined in more than one module: {repeated}"

@@ -1,0 +1,96 @@
+"""/healthz checks the serving path: a gRPC server that cannot answer within the deadline fails the probe."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+
+from gpuslice.allocation import AllocationAnswer, StaticAllocator
+from gpuslice.config import parse_config_text
+from gpuslice.discovery import load_node_spec
+from gpuslice.plugin import PluginManager
+from gpuslice.plugin.lifecycle import PluginRuntime
+from gpuslice.plugin.manager import AllocatorFactory
+from gpuslice.plugin.rpc_limits import MAX_STREAMS_PER_RESOURCE
+from gpuslice.sharing import HealthStore, build_resources
+from tests.plugin.rpc import PluginClient, allocate_request
+
+WORKERS = 2
+
+
+class WedgingAllocator(StaticAllocator):
+    """A StaticAllocator whose allocate waits on `gate`: closing it wedges every worker an Allocate reaches."""
+
+    gate = threading.Event()
+    waiting = 0
+    lock = threading.Lock()
+
+    def allocate(self, requests: Sequence[Sequence[str]]) -> AllocationAnswer:
+        with WedgingAllocator.lock:
+            WedgingAllocator.waiting += 1
+        WedgingAllocator.gate.wait()
+        return super().allocate(requests)
+
+
+class Wedging:
+    """A PluginExtension that builds WedgingAllocators."""
+
+    def start(self) -> object:
+        WedgingAllocator.gate.set()
+        return None
+
+    def stop(self) -> None:
+        WedgingAllocator.gate.set()
+
+    @property
+    def allocator_for(self) -> AllocatorFactory:
+        return WedgingAllocator
+
+
+def wait_for_waiters(count: int) -> bool:
+    deadline = time.monotonic() + 10
+    while WedgingAllocator.waiting < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return WedgingAllocator.waiting >= count
+
+
+def healthz(runtime: PluginRuntime) -> tuple[int, str]:
+    assert runtime.metrics_server is not None
+    url = f"http://127.0.0.1:{runtime.metrics_server.port}/healthz"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_healthz_fails_while_the_grpc_workers_are_wedged_and_recovers(workdir: Path) -> None:
+    node = load_node_spec("preset:h100x4").node
+    plan = build_resources(node, parse_config_text("").config)
+    manager = PluginManager(
+        plan.resources, HealthStore(node), None, socket_dir=workdir, workers=WORKERS, extension=Wedging()
+    )
+    runtime = PluginRuntime(manager, metrics_port=0, metrics_address="127.0.0.1")
+    runtime.start()
+    try:
+        assert healthz(runtime) == (200, "ok\n")
+        (server,) = manager.servers
+        with PluginClient(server.socket_path) as client:
+            WedgingAllocator.gate.clear()
+            device = plan.resources[0].devices[0].id
+            pool = WORKERS + MAX_STREAMS_PER_RESOURCE  # unused stream slots serve unary calls too
+            stuck = [client.stub.Allocate.future(allocate_request([device]), timeout=30) for _ in range(pool)]
+            assert wait_for_waiters(pool)
+            status, why = healthz(runtime)
+            assert status == 503 and "did not answer a call within 1 s (DEADLINE_EXCEEDED)" in why
+            WedgingAllocator.gate.set()
+            for call in stuck:
+                assert call.result().container_responses
+        assert healthz(runtime) == (200, "ok\n")
+    finally:
+        WedgingAllocator.gate.set()
+        runtime.stop()
