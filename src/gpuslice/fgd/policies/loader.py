@@ -10,8 +10,8 @@ from gpuslice.fgd.policies.base import OpenbPolicy, PolicyContext
 # Installed packages declare openb policies in this group, e.g. in pyproject.toml:
 #   [project.entry-points."gpuslice.fgd.policies"]
 #   my-fgd = "my_package.openb:MyFgd"
-ENTRY_POINT_GROUP = "gpuslice.fgd.policies"
-MAX_NAME = 64
+OPENB_POLICY_GROUP = "gpuslice.fgd.policies"
+MAX_OPENB_POLICY_NAME = 64
 
 Factory = Callable[[PolicyContext], OpenbPolicy]
 
@@ -24,14 +24,16 @@ def load_openb_policy(reference: str) -> tuple[str, Factory]:
     """(name, class) for a class taking a PolicyContext, with a class attribute `name` (1 to 64 characters,
     no ',' or ':') and the methods place(shape, memory) and bound(placement, shape)."""
     try:
-        factory = load_object(reference, ENTRY_POINT_GROUP)
+        factory = load_object(reference, OPENB_POLICY_GROUP)
     except LoadError as exc:
         raise OpenbPolicyLoadError(str(exc)) from exc
     if not isinstance(factory, type):
         raise OpenbPolicyLoadError(f"{reference!r} is not a class (it is of type {type(factory).__name__})")
     name = getattr(factory, "name", None)
-    if not isinstance(name, str) or not name or len(name) > MAX_NAME or any(c in name for c in ",:\n"):
-        raise OpenbPolicyLoadError(f"{reference!r}: class attribute `name` must be 1 to {MAX_NAME} characters, no ','")
+    if not isinstance(name, str) or not name or len(name) > MAX_OPENB_POLICY_NAME or any(c in name for c in ",:\n"):
+        raise OpenbPolicyLoadError(
+            f"{reference!r}: class attribute `name` must be 1 to {MAX_OPENB_POLICY_NAME} characters, no ','"
+        )
     for method in ("place", "bound"):
         if not callable(getattr(factory, method, None)):
             raise OpenbPolicyLoadError(f"{reference!r}: needs a method {method} (see OpenbPolicy)")

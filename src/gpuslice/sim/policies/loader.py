@@ -11,8 +11,8 @@ from gpuslice.sim.core.placement import PlacementPolicy
 # Installed packages declare policies in this group, e.g. in pyproject.toml:
 #   [project.entry-points."gpuslice.sim.policies"]
 #   worst-fit = "my_package.policies:WorstFit"
-ENTRY_POINT_GROUP = "gpuslice.sim.policies"
-MAX_NAME = 64
+SIM_POLICY_GROUP = "gpuslice.sim.policies"
+MAX_POLICY_NAME = 64
 
 
 class PolicyLoadError(LoadError):
@@ -23,7 +23,7 @@ def load_policy(reference: str) -> Callable[[], PlacementPolicy]:
     """The policy class (or factory) that `reference` names, after building one instance to check the protocol:
     a non-empty `name` (at most 64 characters, no ':' or ','), a bool `all_or_nothing` and a `place` method."""
     try:
-        factory = load_object(reference, ENTRY_POINT_GROUP)
+        factory = load_object(reference, SIM_POLICY_GROUP)
     except LoadError as exc:
         raise PolicyLoadError(str(exc)) from exc
     if not callable(factory):
@@ -33,8 +33,10 @@ def load_policy(reference: str) -> Callable[[], PlacementPolicy]:
     except Exception as exc:  # the user's constructor: say what failed instead of crashing
         raise PolicyLoadError(f"{reference!r}: building the policy with no arguments failed: {exc}") from exc
     name = getattr(policy, "name", None)
-    if not isinstance(name, str) or not name or len(name) > MAX_NAME or any(c in name for c in ":,\n"):
-        raise PolicyLoadError(f"{reference!r}: `name` must be a text of 1 to {MAX_NAME} characters without ':' or ','")
+    if not isinstance(name, str) or not name or len(name) > MAX_POLICY_NAME or any(c in name for c in ":,\n"):
+        raise PolicyLoadError(
+            f"{reference!r}: `name` must be a text of 1 to {MAX_POLICY_NAME} characters without ':' or ','"
+        )
     if not isinstance(getattr(policy, "all_or_nothing", None), bool):
         raise PolicyLoadError(f"{reference!r}: `all_or_nothing` must be True or False")
     place = getattr(policy, "place", None)

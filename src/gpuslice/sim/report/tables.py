@@ -55,7 +55,7 @@ def _no_done(result: SimResult) -> str | None:
     return NO_DONE if result.jobs_completed == 0 else None
 
 
-COLUMNS = (
+TABLE_COLUMNS = (
     Column("GPU util", lambda r: r.gpu_utilization, _percent),
     Column("goodput", lambda r: r.gpu_goodput, _percent),
     Column("wait p50", lambda r: r.wait_p50, format_duration, _no_start),
@@ -70,7 +70,7 @@ COLUMNS = (
     Column("mean JCT", lambda r: r.jct_mean, format_duration, _no_done),
     Column("cross-island", lambda r: r.cross_island_jobs, "{:g}".format),
 )
-HEADERS = ("policy", *(column.header for column in COLUMNS))
+HEADERS = ("policy", *(column.header for column in TABLE_COLUMNS))
 
 
 def _title(sweep: SeedSweep) -> str:
@@ -105,7 +105,7 @@ def _rows(sweep: SeedSweep) -> list[list[str]]:
     rows = []
     for position, policy in enumerate(sweep.policies()):
         results = [comparison.results[position] for comparison in sweep.comparisons]
-        rows.append([policy, *(_cell(column, results) for column in COLUMNS)])
+        rows.append([policy, *(_cell(column, results) for column in TABLE_COLUMNS)])
     return rows
 
 
