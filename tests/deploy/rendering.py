@@ -26,6 +26,8 @@ TARGETS = (
 )
 # Targets whose pods read their Node through the API server (per-node configs chosen by a node label).
 PER_NODE_TARGETS = ("overlays/per-node-config",)
+# The DRA overlay replaces the device plugin, so it renders other objects; tests/deploy/test_dra.py checks it.
+DRA_TARGET = "overlays/dra"
 # Our kustomizations use `resources: [../../base]` and `patches:`, which need kustomize v4 or newer
 # (kubectl 1.21+). Debian 12's kubernetes-client is kubectl 1.20.2 with kustomize v2.0.3, which has neither.
 MIN_KUSTOMIZE_MAJOR = 4

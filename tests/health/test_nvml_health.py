@@ -11,7 +11,7 @@ from gpuslice.discovery.nvml.fake import UNKNOWN, FakeNvml, FakeNvmlError
 from gpuslice.discovery.nvml.health import NvmlHealthSource, NvmlProbe
 from gpuslice.discovery.nvml.nodes import a100_mig, dgx_h100
 from gpuslice.health import HealthTracker, RecoveryPolicy, XidPolicy
-from gpuslice.plugin.health_loop import HealthLoop, recovery_policy_for
+from gpuslice.health.loop import HealthLoop, recovery_policy_for
 from gpuslice.sharing import HealthStore
 
 

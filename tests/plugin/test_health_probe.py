@@ -8,7 +8,7 @@ from pathlib import Path
 from gpuslice.discovery import load_node_spec
 from gpuslice.discovery.health_file import HealthFileSource
 from gpuslice.health import HealthTracker, RecoveryPolicy, XidPolicy
-from gpuslice.plugin.health_loop import HealthLoop
+from gpuslice.health.loop import HealthLoop
 from gpuslice.sharing import HealthStore
 
 NODE = load_node_spec("preset:h100x4-mig").node

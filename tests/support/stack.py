@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuslice.gpu import Node
+from gpuslice.health.loop import HealthLoop
 from gpuslice.kubelet import MockKubelet, ResourceView
 from gpuslice.plugin import PluginManager
 from gpuslice.plugin.app import PluginApp
-from gpuslice.plugin.health_loop import HealthLoop
 from gpuslice.plugin.lifecycle import PluginRuntime
 from gpuslice.plugin.metrics import PluginMetrics
 from gpuslice.sharing import SharingPlan

@@ -14,6 +14,7 @@ EXIT_MISSING_EXTRA = 3
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "plugin": ("gpuslice.cli.plugin_cmd:plugin", "Run the device plugin: one gRPC server per resource."),
+    "dra": ("gpuslice.cli.dra_cmd:dra", "Run the DRA kubelet plugin, or print the ResourceSlices it publishes."),
     "kubelet": ("gpuslice.cli.kubelet_cmd:kubelet", "Run the mock kubelet (Registration + pod-resources)."),
     "demo": ("gpuslice.cli.demo_cmd:demo", "Narrated walkthrough: plugin and mock kubelet over real gRPC."),
     "sim": ("gpuslice.cli.sim_cmd:sim", "GPU cluster scheduling simulator."),

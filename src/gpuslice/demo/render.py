@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuslice.demo.cdi import render_cdi_lines
+from gpuslice.demo.dra import render_dra_lines
 from gpuslice.demo.dynamic_part import render_dynamic_lines, row
 from gpuslice.demo.walkthrough import DemoReport, ModeReport
 from gpuslice.sharing import Isolation
@@ -27,12 +28,17 @@ def render_text(report: DemoReport) -> str:
         lines += ["", *render_dynamic_lines(len(report.modes) + 1, dynamic)]
     if report.cdi is not None:
         lines += ["", *render_cdi_lines(len(report.modes) + 1 + (dynamic is not None), report.cdi)]
+    if report.dra is not None:
+        number = len(report.modes) + 1 + (dynamic is not None) + (report.cdi is not None)
+        lines += ["", *render_dra_lines(number, report.dra)]
     lines += ["", "Proofs"]
     claims = [(proof.holds, proof.claim, proof.evidence) for proof in report.proofs]
     if dynamic is not None:
         claims.append((dynamic.holds, dynamic.claim, dynamic.evidence))
     if report.cdi is not None:
         claims.append((report.cdi.holds, report.cdi.claim, report.cdi.evidence))
+    if report.dra is not None:
+        claims.append((report.dra.holds, report.dra.claim, report.dra.evidence))
     for holds, claim, evidence in claims:
         lines.append(f"  [{'ok' if holds else 'FAILED'}] {claim}")
         lines += [f"       {item}" for item in evidence]

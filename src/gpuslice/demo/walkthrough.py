@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 
 from gpuslice.demo.cdi import CdiPart, run_cdi_part
+from gpuslice.demo.dra import DraPart, run_dra_part
 from gpuslice.demo.dynamic_part import WAIT_S, DynamicMigPart, run_dynamic_part
 from gpuslice.discovery import load_node_spec
 from gpuslice.gpu import Node
@@ -99,13 +100,15 @@ class DemoReport:
     proofs: list[Proof] = field(default_factory=list)
     dynamic_mig: DynamicMigPart | None = None
     cdi: CdiPart | None = None
+    dra: DraPart | None = None
     seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
         dynamic_holds = self.dynamic_mig is None or self.dynamic_mig.holds
+        dra_holds = self.dra is None or self.dra.holds
         cdi_holds = self.cdi is None or self.cdi.holds
-        return all(proof.holds for proof in self.proofs) and dynamic_holds and cdi_holds
+        return all(proof.holds for proof in self.proofs) and dynamic_holds and cdi_holds and dra_holds
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.ok}
@@ -135,6 +138,7 @@ def run_demo(workdir: Path | None = None) -> DemoReport:
                     report.proofs.append(_unhealthy_proof(kubelet, manager, resource, node))
         report.dynamic_mig = run_dynamic_part(root / "dynamic-mig")
         report.cdi = run_cdi_part(root / "cdi")
+        report.dra = run_dra_part(root / "dra")
     finally:
         if workdir is None:
             shutil.rmtree(root, ignore_errors=True)

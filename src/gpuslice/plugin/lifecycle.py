@@ -15,7 +15,7 @@ from gpuslice.discovery import Backend
 from gpuslice.discovery.health_file import HEALTH_FILE_POLL_S
 from gpuslice.gpu import Node
 from gpuslice.health import xid_policy_from_env
-from gpuslice.plugin.health_loop import HealthLoop, build_health_loop
+from gpuslice.health.loop import HealthLoop, build_health_loop
 from gpuslice.plugin.kubelet_watch import KUBELET_POLL_S, KubeletWatcher
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.metrics import MetricsServer, PluginMetrics

@@ -1,7 +1,15 @@
-"""Wire layer: the generated kubelet device-plugin v1beta1 and pod-resources v1 gRPC code."""
+"""Wire layer: the generated kubelet gRPC code (device plugin v1beta1, pod-resources v1, plugin registration, DRA)."""
 
 from gpuslice.wire.generated.deviceplugin.v1beta1 import api_pb2 as deviceplugin_pb2
 from gpuslice.wire.generated.deviceplugin.v1beta1 import api_pb2_grpc as deviceplugin_grpc
+from gpuslice.wire.generated.dra.v1 import api_pb2 as dra_v1_pb2
+from gpuslice.wire.generated.dra.v1 import api_pb2_grpc as dra_v1_grpc
+from gpuslice.wire.generated.dra.v1beta1 import api_pb2 as dra_v1beta1_pb2
+from gpuslice.wire.generated.dra.v1beta1 import api_pb2_grpc as dra_v1beta1_grpc
+from gpuslice.wire.generated.drahealth.v1alpha1 import api_pb2 as drahealth_pb2
+from gpuslice.wire.generated.drahealth.v1alpha1 import api_pb2_grpc as drahealth_grpc
+from gpuslice.wire.generated.pluginregistration.v1 import api_pb2 as pluginregistration_pb2
+from gpuslice.wire.generated.pluginregistration.v1 import api_pb2_grpc as pluginregistration_grpc
 from gpuslice.wire.generated.podresources.v1 import api_pb2 as podresources_pb2
 from gpuslice.wire.generated.podresources.v1 import api_pb2_grpc as podresources_grpc
 
@@ -20,6 +28,14 @@ __all__ = [
     "UNHEALTHY",
     "deviceplugin_grpc",
     "deviceplugin_pb2",
+    "dra_v1_grpc",
+    "dra_v1_pb2",
+    "dra_v1beta1_grpc",
+    "dra_v1beta1_pb2",
+    "drahealth_grpc",
+    "drahealth_pb2",
+    "pluginregistration_grpc",
+    "pluginregistration_pb2",
     "podresources_grpc",
     "podresources_pb2",
 ]

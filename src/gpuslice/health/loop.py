@@ -1,4 +1,4 @@
-"""The health loop: events from the backend's health source, through the Xid policy, into the health store."""
+"""The health loop: the backend's health events, through the Xid policy, into the health store (for every front end)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from gpuslice.health import (
 )
 from gpuslice.sharing import HealthStore
 
-log = logging.getLogger("gpuslice.plugin.health")
+log = logging.getLogger("gpuslice.health")
 
 SOURCE_RETRY_S = 1.0  # a health source that crashed is restarted after this long
 

@@ -1,0 +1,101 @@
+"""One transient CDI spec per claim: device nodes per device, the claim's sharing env and MPS mounts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpuslice.allocation.cdi import CONTROL_NODES, CdiError, qualified_name, versioned, write_spec
+from gpuslice.dra.names import CLAIM_CDI_CLASS, cdi_kind
+from gpuslice.gpu import Gpu, MigInstance
+
+
+@dataclass(frozen=True)
+class ClaimDeviceEdits:
+    """The device nodes of one prepared device (its GPU, and the MIG capabilities for a MIG device)."""
+
+    device: str
+    gpu: Gpu
+    mig: MigInstance | None
+
+
+@dataclass(frozen=True)
+class ClaimEdits:
+    """Edits that apply to every device of the claim: env and mounts (sharing, MPS)."""
+
+    env: Mapping[str, str] = field(default_factory=dict)
+    mounts: tuple[tuple[str, str], ...] = ()  # (container path, host path)
+    driver: Mapping[str, Any] = field(default_factory=dict)  # the driver's files and hooks (common containerEdits)
+
+
+def spec_file_name(driver: str, claim_uid: str) -> str:
+    """CDI's transient spec name, `<vendor>-<class>_<claim uid>.json` (one file per claim, removed on unprepare)."""
+    return f"k8s.{driver}-{CLAIM_CDI_CLASS}_{claim_uid}.json"
+
+
+def cdi_device_name(claim_uid: str, device: str) -> str:
+    """`<claim uid>-<device>`: unique per claim, so a runtime's cached spec can never serve another claim."""
+    return f"{claim_uid}-{device}"
+
+
+def cdi_id(driver: str, claim_uid: str, device: str) -> str:
+    return qualified_name(cdi_kind(driver), cdi_device_name(claim_uid, device))
+
+
+def _node(path: str, dev_root: str) -> dict[str, str]:
+    root = dev_root.rstrip("/")
+    return {"path": path, "hostPath": root + path} if root else {"path": path}
+
+
+def _paths(gpu: Gpu, mig: MigInstance | None) -> list[str]:
+    paths = [gpu.device_path]
+    if mig is not None:
+        paths += [f"/dev/nvidia-caps/nvidia-cap{mig.gi_cap_minor}", f"/dev/nvidia-caps/nvidia-cap{mig.ci_cap_minor}"]
+    return paths
+
+
+def claim_spec(
+    driver: str, claim_uid: str, devices: Sequence[ClaimDeviceEdits], edits: ClaimEdits, dev_root: str = "/"
+) -> dict[str, Any]:
+    """The claim's spec: control nodes, the driver's files and hooks, the claim's env and mounts for all its
+    devices; each device its own nodes. The lowest cdiVersion that carries it (checked, CdiError if not)."""
+    common: dict[str, Any] = {
+        "env": [*edits.driver.get("env", ()), *(f"{key}={value}" for key, value in sorted(edits.env.items()))],
+        "deviceNodes": [_node(path, dev_root) for path in CONTROL_NODES],
+    }
+    mounts = [*edits.driver.get("mounts", ())]
+    mounts += [
+        {"containerPath": container, "hostPath": host, "options": ["rw", "nosuid", "nodev", "bind"]}
+        for container, host in edits.mounts
+    ]
+    if mounts:
+        common["mounts"] = mounts
+    if edits.driver.get("hooks"):
+        common["hooks"] = list(edits.driver["hooks"])
+    return versioned(
+        {
+            "kind": cdi_kind(driver),
+            "containerEdits": common,
+            "devices": [
+                {
+                    "name": cdi_device_name(claim_uid, entry.device),
+                    "containerEdits": {"deviceNodes": [_node(path, dev_root) for path in _paths(entry.gpu, entry.mig)]},
+                }
+                for entry in devices
+            ],
+        }
+    )
+
+
+def write_claim_spec(directory: str | Path, driver: str, claim_uid: str, spec: Mapping[str, Any]) -> Path:
+    """Write the claim's spec atomically; CdiError naming the path when the spec is invalid or cannot be written."""
+    return write_spec(directory, spec_file_name(driver, claim_uid), spec)
+
+
+def remove_claim_spec(path: str | Path) -> None:
+    try:
+        Path(path).unlink(missing_ok=True)
+    except OSError as exc:
+        raise CdiError(f"cannot remove CDI spec {path}: {exc.strerror or exc}") from exc

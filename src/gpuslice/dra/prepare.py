@@ -1,0 +1,387 @@
+"""NodePrepareResources / NodeUnprepareResources for one claim: MIG, MPS, time-slicing, CDI, checkpoint."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from gpuslice.allocation.cdi import CdiError
+from gpuslice.allocation.mps_edits import CONTAINER_SHM
+from gpuslice.discovery import MigControl, MigControlError
+from gpuslice.dra.api import ApiError, ResourceApi
+from gpuslice.dra.cdi import (
+    ClaimDeviceEdits,
+    ClaimEdits,
+    cdi_id,
+    claim_spec,
+    remove_claim_spec,
+    write_claim_spec,
+)
+from gpuslice.dra.checkpoint import ClaimCheckpoint, ClaimRecord, CreatedMig, PreparedDevice
+from gpuslice.dra.claims import AllocatedDevice, ClaimPrepareError, ClaimRef, allocation_for
+from gpuslice.dra.devices import DraDevice
+from gpuslice.dra.mps import CONTAINER_PIPE_DIRECTORY, ClaimMpsDaemons, MpsClaimError
+from gpuslice.dra.opaque import TIMESLICE_LEVELS, MpsConfig
+from gpuslice.dra.timeslice import DEFAULT_LEVEL, TimeSliceControl, TimeSliceError
+from gpuslice.gpu import Gpu, MigInstance
+from gpuslice.mps.control import PIPE_ENV
+from gpuslice.sharing import Isolation, weakest
+
+log = logging.getLogger("gpuslice.dra")
+
+
+@dataclass(frozen=True)
+class PrepareParts:
+    """The node's side of preparation: where specs go and what can act on the hardware (None: cannot)."""
+
+    cdi_dir: Path
+    dev_root: str = "/"
+    driver_edits: Mapping[str, Any] = field(default_factory=dict)  # the driver's files and hooks, found at start
+    mig: MigControl | None = None
+    mps: ClaimMpsDaemons | None = None
+    timeslice: TimeSliceControl | None = None
+
+
+class _Deadline:
+    def __init__(self, until: float, ref: ClaimRef) -> None:
+        self.until = until
+        self.ref = ref
+
+    def left(self) -> float:
+        return self.until - time.monotonic()
+
+    def check(self, step: str) -> None:
+        if self.left() <= 0:
+            raise ClaimPrepareError(f"claim {self.ref}: ran out of time before {step}; nothing is left prepared")
+
+
+class Preparer:
+    """Prepares claims for one driver and pool; every change is checkpointed before the next step.
+
+    Calls are serialised (one lock), so concurrent kubelet calls can never hand one device to two claims;
+    a call that cannot get the lock before its deadline gets a per-claim error and the kubelet retries.
+    """
+
+    def __init__(
+        self,
+        driver: str,
+        pool: str,
+        devices: Callable[[], Mapping[str, DraDevice]],
+        healthy: Callable[[DraDevice], bool],
+        api: ResourceApi,
+        checkpoint: ClaimCheckpoint,
+        parts: PrepareParts,
+    ) -> None:
+        self.driver = driver
+        self.pool = pool
+        self.devices = devices
+        self.healthy = healthy
+        self.api = api
+        self.checkpoint = checkpoint
+        self.parts = parts
+        self._lock = threading.Lock()
+        self._records: dict[str, ClaimRecord] = checkpoint.load()
+
+    # Queries -----------------------------------------------------------------------------------
+
+    def records(self) -> dict[str, ClaimRecord]:
+        with self._lock:
+            return dict(self._records)
+
+    # Restart -----------------------------------------------------------------------------------
+
+    def resume(self) -> list[str]:
+        """After a restart: undo half-done preparations; bring back MIG devices a completed claim lost."""
+        notes = []
+        with self._lock:
+            for uid, record in list(self._records.items()):
+                if record.state == "PrepareStarted":
+                    problems = self._undo(record)
+                    if problems:
+                        notes.append(f"claim {uid}: rollback incomplete: {'; '.join(problems)}")
+                        continue
+                    del self._records[uid]
+                    notes.append(f"claim {uid}: rolled back an unfinished preparation")
+                elif record.migs:
+                    restored = self._restore_migs(record)
+                    if restored is not record:
+                        self._records[uid] = restored
+                        notes.append(f"claim {uid}: re-created its MIG devices")
+            self._save()
+        for note in notes:
+            log.info("%s", note)
+        return notes
+
+    def _restore_migs(self, record: ClaimRecord) -> ClaimRecord:
+        control = self.parts.mig
+        if control is None:
+            return record
+        migs = []
+        for created in record.migs:
+            listed = control.live_instances([created.gpu_index])
+            if listed is None:  # this control cannot tell: trust the record
+                migs.append(created)
+                continue
+            mig = {(m.gi, m.ci): m for m in listed}.get((created.gi, created.ci))
+            if mig is None or mig.placement_start != created.start:
+                mig = control.create(created.gpu_index, created.profile, created.start)
+            migs.append(replace(created, gi=mig.gi, ci=mig.ci, uuid=mig.uuid, gi_cap_minor=mig.gi_cap_minor,
+                                ci_cap_minor=mig.ci_cap_minor))  # fmt: skip
+        if tuple(migs) == record.migs:
+            return record
+        updated = replace(record, migs=tuple(migs))
+        self._write_spec(updated)
+        return updated
+
+    # Prepare -----------------------------------------------------------------------------------
+
+    def prepare(self, ref: ClaimRef, budget_s: float) -> ClaimRecord:
+        """The claim's prepared devices (cached when already prepared); ClaimPrepareError says why not."""
+        ref.check()
+        deadline = _Deadline(time.monotonic() + budget_s, ref)
+        if not self._lock.acquire(timeout=max(deadline.left(), 0)):
+            raise ClaimPrepareError(f"claim {ref}: another preparation is still running; try again")
+        try:
+            record = self._records.get(ref.uid)
+            if record is not None and record.state == "PrepareCompleted":
+                return record
+            if record is not None:
+                problems = self._undo(record)
+                if problems:
+                    raise ClaimPrepareError(f"claim {ref}: an earlier attempt cannot be undone: {'; '.join(problems)}")
+                del self._records[ref.uid]
+                self._save()
+            return self._prepare_locked(ref, deadline)
+        finally:
+            self._lock.release()
+
+    def _read_claim(self, ref: ClaimRef) -> tuple[AllocatedDevice, ...]:
+        try:
+            claim = self.api.get_claim(ref.namespace, ref.name)
+        except ApiError as exc:
+            raise ClaimPrepareError(f"claim {ref}: cannot read it from the API server: {exc}") from exc
+        if claim is None:
+            raise ClaimPrepareError(f"claim {ref} does not exist")
+        return allocation_for(claim, ref, self.driver)
+
+    def _check(self, ref: ClaimRef, allocated: Sequence[AllocatedDevice]) -> list[tuple[AllocatedDevice, DraDevice]]:
+        devices = self.devices()
+        owners = {name: uid for uid, record in self._records.items() if uid != ref.uid for name in record.device_names}
+        held = [(devices[name], uid) for name, uid in owners.items() if name in devices]
+        chosen = []
+        for entry in allocated:
+            where = f"claim {ref}: device {entry.device}"
+            if entry.pool != self.pool:
+                raise ClaimPrepareError(f"{where}: pool {entry.pool} is not this node's pool {self.pool}")
+            device = devices.get(entry.device)
+            if device is None:
+                raise ClaimPrepareError(f"{where} is not published by this node")
+            if not self.healthy(device):
+                raise ClaimPrepareError(f"{where} is unhealthy")
+            if entry.device in owners and not entry.admin_access:
+                raise ClaimPrepareError(f"{where} is already prepared for claim {owners[entry.device]}")
+            if device.placement is not None:
+                for other, uid in held:
+                    if other.placement is not None and other.gpu.uuid == device.gpu.uuid and _overlap(device, other):
+                        raise ClaimPrepareError(f"{where} overlaps {other.name}, prepared for claim {uid}")
+            config = entry.config
+            if config is not None and config.device_type != device.kind:
+                raise ClaimPrepareError(f"{where}: a {config.kind} does not apply to a {device.kind} device")
+            chosen.append((entry, device))
+        return chosen
+
+    def _prepare_locked(self, ref: ClaimRef, deadline: _Deadline) -> ClaimRecord:
+        allocated = self._read_claim(ref)
+        chosen = self._check(ref, allocated)
+        deadline.check("changing anything")
+        record = ClaimRecord(ref.uid, ref.namespace, ref.name, "PrepareStarted")
+        self._records[ref.uid] = record
+        self._save()
+        try:
+            record = self._act(ref, record, chosen, deadline)
+        except (ClaimPrepareError, MigControlError, MpsClaimError, TimeSliceError, CdiError, OSError) as exc:
+            problems = self._undo(self._records[ref.uid])
+            if not problems:
+                del self._records[ref.uid]
+            self._save()
+            suffix = f" (rollback incomplete: {'; '.join(problems)})" if problems else ""
+            message = str(exc) if isinstance(exc, ClaimPrepareError) else f"claim {ref}: {exc}"
+            raise ClaimPrepareError(message + suffix) from exc
+        log.info("prepared claim %s: %s (%s)", ref, ", ".join(record.device_names), record.isolation)
+        return record
+
+    def _act(
+        self,
+        ref: ClaimRef,
+        record: ClaimRecord,
+        chosen: Sequence[tuple[AllocatedDevice, DraDevice]],
+        deadline: _Deadline,
+    ) -> ClaimRecord:
+        for entry, device in chosen:
+            if device.placement is None:
+                continue
+            deadline.check(f"creating MIG device {device.name}")
+            control = self.parts.mig
+            if control is None:
+                raise ClaimPrepareError(f"claim {ref}: device {entry.device}: this backend cannot create MIG devices")
+            mig = control.create(device.gpu.index, device.placement.profile.name, device.placement.start)
+            created = CreatedMig(entry.device, device.gpu.index, device.gpu.uuid, mig.profile, mig.placement_start,
+                                 mig.gi, mig.ci, mig.uuid, mig.gi_cap_minor, mig.ci_cap_minor)  # fmt: skip
+            record = self._update(replace(record, migs=(*record.migs, created)))
+        env, mounts, isolations = {}, [], []
+        mps_gpus: dict[str, Gpu] = {}
+        mps_config: MpsConfig | None = None
+        for entry, device in chosen:
+            sharing = entry.config.sharing if entry.config is not None else None
+            isolations.append(device.advertised.isolation)
+            if sharing is None:
+                continue
+            if sharing.strategy == "MPS":
+                if mps_config is not None and sharing.mps != mps_config:
+                    raise ClaimPrepareError(
+                        f"claim {ref}: its requests ask for different MPS settings; one daemon serves a claim"
+                    )
+                mps_config = sharing.mps
+                mps_gpus.setdefault(device.gpu.uuid, device.gpu)
+                isolations.append(Isolation.MPS)
+            else:
+                isolations.append(Isolation.NONE)
+                if device.kind == "gpu" and sharing.interval != "Default":
+                    deadline.check(f"setting the time-slice interval of {device.name}")
+                    if self.parts.timeslice is None:
+                        raise ClaimPrepareError(f"claim {ref}: this backend cannot set time-slice intervals")
+                    self.parts.timeslice.set_level(device.gpu.uuid, TIMESLICE_LEVELS[sharing.interval])
+                    record = self._update(replace(record, timeslice_gpus=(*record.timeslice_gpus, device.gpu.uuid)))
+        if mps_config is not None:
+            deadline.check("starting the MPS daemon")
+            if self.parts.mps is None:
+                raise ClaimPrepareError(f"claim {ref}: MPS is not available on this node (no MPS root)")
+            record = self._update(replace(record, mps_daemon=str(self.parts.mps.root / ref.uid)))
+            directory = self.parts.mps.start(ref.uid, list(mps_gpus.values()), mps_config)
+            env[PIPE_ENV] = CONTAINER_PIPE_DIRECTORY
+            mounts = [(CONTAINER_PIPE_DIRECTORY, str(directory / "pipe")), (CONTAINER_SHM, str(directory / "shm"))]
+        deadline.check("writing the CDI spec")
+        prepared = tuple(
+            PreparedDevice((entry.request,), entry.pool, entry.device, (cdi_id(self.driver, ref.uid, entry.device),))
+            for entry, _ in chosen
+        )
+        record = replace(
+            record,
+            devices=prepared,
+            env=env,
+            mounts=tuple(mounts),
+            isolation=weakest(isolations).summary,
+        )
+        record = self._update(record)
+        record = self._update(self._write_spec(record))
+        return self._update(replace(record, state="PrepareCompleted"))
+
+    def _write_spec(self, record: ClaimRecord) -> ClaimRecord:
+        devices = self.devices()
+        migs = {created.device: created for created in record.migs}
+        entries = []
+        for prepared in record.devices:
+            device = devices.get(prepared.device)
+            if device is None:
+                raise ClaimPrepareError(f"claim {record.uid}: device {prepared.device} is no longer published")
+            entries.append(ClaimDeviceEdits(prepared.device, device.gpu, _mig_of(device, migs.get(prepared.device))))
+        spec = claim_spec(
+            self.driver,
+            record.uid,
+            entries,
+            ClaimEdits(record.env, record.mounts, self.parts.driver_edits),
+            self.parts.dev_root,
+        )
+        path = write_claim_spec(self.parts.cdi_dir, self.driver, record.uid, spec)
+        return replace(record, cdi_spec=str(path))
+
+    def _update(self, record: ClaimRecord) -> ClaimRecord:
+        self._records[record.uid] = record
+        self._save()
+        return record
+
+    # Unprepare ---------------------------------------------------------------------------------
+
+    def unprepare(self, ref: ClaimRef, budget_s: float) -> None:
+        """Undo exactly what prepare did; a claim we never prepared is already unprepared."""
+        ref.check()
+        if not self._lock.acquire(timeout=max(budget_s, 0)):
+            raise ClaimPrepareError(f"claim {ref}: another preparation is still running; try again")
+        try:
+            record = self._records.get(ref.uid)
+            if record is None:
+                return
+            problems = self._undo(record)
+            if problems:
+                raise ClaimPrepareError(f"claim {ref}: unprepare incomplete: {'; '.join(problems)}")
+            del self._records[ref.uid]
+            self._save()
+            log.info("unprepared claim %s", ref)
+        finally:
+            self._lock.release()
+
+    def _undo(self, record: ClaimRecord) -> list[str]:
+        """Undo in reverse order; what succeeded is dropped from the record, what failed stays for a retry."""
+        problems = []
+        if record.cdi_spec:
+            try:
+                remove_claim_spec(record.cdi_spec)
+                record = self._update(replace(record, cdi_spec=None))
+            except CdiError as exc:
+                problems.append(str(exc))
+        if record.mps_daemon and self.parts.mps is not None:
+            self.parts.mps.stop(record.mps_daemon)
+            record = self._update(replace(record, mps_daemon=None))
+        for gpu_uuid in record.timeslice_gpus:
+            if self.parts.timeslice is None:
+                break
+            try:
+                self.parts.timeslice.set_level(gpu_uuid, DEFAULT_LEVEL)
+                record = self._update(
+                    replace(record, timeslice_gpus=tuple(g for g in record.timeslice_gpus if g != gpu_uuid))
+                )
+            except TimeSliceError as exc:
+                problems.append(str(exc))
+        for created in reversed(record.migs):
+            problem = self._destroy(created)
+            if problem:
+                problems.append(problem)
+            else:
+                record = self._update(replace(record, migs=tuple(m for m in record.migs if m != created)))
+        return problems
+
+    def _destroy(self, created: CreatedMig) -> str | None:
+        control = self.parts.mig
+        if control is None:
+            return f"cannot destroy MIG device {created.uuid}: this backend has no MIG control"
+        live = control.live_instances([created.gpu_index])
+        if live is not None and (created.gi, created.ci) not in {(m.gi, m.ci) for m in live}:
+            return None  # already gone (a GPU reset, or an earlier attempt got this far)
+        try:
+            control.destroy(created.gpu_index, created.gi, created.ci)
+        except MigControlError as exc:
+            return str(exc)
+        return None
+
+    def _save(self) -> None:
+        self.checkpoint.save(self._records)
+
+
+def _overlap(one: DraDevice, other: DraDevice) -> bool:
+    assert one.placement is not None and other.placement is not None
+    a, b = one.placement, other.placement
+    return a.start < b.start + b.profile.memory_slices and b.start < a.start + a.profile.memory_slices
+
+
+def _mig_of(device: DraDevice, created: CreatedMig | None) -> MigInstance | None:
+    if created is None:
+        return device.mig
+    planned = device.advertised.mig
+    assert planned is not None
+    return replace(planned, uuid=created.uuid, gi=created.gi, ci=created.ci, gi_cap_minor=created.gi_cap_minor,
+                   ci_cap_minor=created.ci_cap_minor)  # fmt: skip

@@ -1,0 +1,137 @@
+"""Keeps the node's pool published: republish with a bumped generation on change, re-create what was wiped."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from gpuslice.dra.api import ApiError, ResourceApi
+from gpuslice.dra.devices import DraDevice
+from gpuslice.dra.slices import PoolSpec, build_slices
+
+log = logging.getLogger("gpuslice.dra")
+
+DEFAULT_RESYNC_S = 10.0
+
+
+def _content(obj: dict[str, Any]) -> Any:
+    """What a slice says, apart from its generation (which we bump) and server-set fields."""
+    spec = dict(obj.get("spec", {}))
+    spec["devices"] = spec.get("devices") or []  # a server may return an absent list as empty, or drop it
+    pool = dict(spec.get("pool", {}))
+    pool.pop("generation", None)
+    spec["pool"] = pool
+    return obj.get("apiVersion"), obj.get("metadata", {}).get("name"), spec
+
+
+class SliceController:
+    """Publishes `devices()` as the pool's slices. `sync()` is idempotent and cheap when nothing changed.
+
+    The generation only grows: it starts above the highest one found on the server, so a restarted
+    plugin never publishes a generation the scheduler would ignore as older.
+    """
+
+    def __init__(
+        self,
+        api: ResourceApi,
+        pool: PoolSpec | Callable[[], PoolSpec],
+        devices: Callable[[], Sequence[DraDevice]],
+        resync_s: float = DEFAULT_RESYNC_S,
+    ) -> None:
+        self.api = api
+        # A callable is asked on first use (it may need the API server, which may not be up yet).
+        self._pool: PoolSpec | None = pool if isinstance(pool, PoolSpec) else None
+        self._resolve_pool = None if isinstance(pool, PoolSpec) else pool
+        self.devices = devices
+        self.resync_s = resync_s
+        self.generation = 0
+        self.publishes = 0
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def pool(self) -> PoolSpec:
+        if self._pool is None:
+            assert self._resolve_pool is not None
+            self._pool = self._resolve_pool()
+        return self._pool
+
+    def sync(self) -> bool:
+        """Make the server's slices match the devices; True when something was written."""
+        with self._lock:
+            existing = {
+                obj["metadata"]["name"]: obj for obj in self.api.list_slices(self.pool.driver, self.pool.node_name)
+            }
+            seen = max((obj["spec"]["pool"].get("generation", 0) for obj in existing.values()), default=0)
+            wanted = build_slices(self.pool, self.devices(), max(self.generation, 1))
+            same = len(existing) == len(wanted) and all(
+                obj["metadata"]["name"] in existing and _content(existing[obj["metadata"]["name"]]) == _content(obj)
+                for obj in wanted
+            )
+            if same and seen == self.generation:
+                return False
+            self.generation = max(self.generation, seen) + 1
+            wanted = build_slices(self.pool, self.devices(), self.generation)
+            try:
+                for obj in wanted:
+                    self.api.apply_slice(obj)
+            except ApiError as exc:
+                if not self._needs_split(exc):
+                    raise
+                # A 1.35+ API server: counter sets go in slices of their own. Start over in that layout.
+                log.info("the API server wants counter sets apart from devices; publishing them split")
+                self._pool = replace(self.pool, counter_layout="split")
+                wanted = build_slices(self.pool, self.devices(), self.generation)
+                for obj in wanted:
+                    self.api.apply_slice(obj)
+            names = {obj["metadata"]["name"] for obj in wanted}
+            for name in existing:
+                if name not in names:
+                    self.api.delete_slice(name)
+            self.publishes += 1
+            count = sum(len(obj["spec"].get("devices") or ()) for obj in wanted)
+            log.info("published pool %s generation %d: %d slice(s), %d device(s)",
+                     self.pool.node_name, self.generation, len(wanted), count)  # fmt: skip
+            return True
+
+    def _needs_split(self, exc: ApiError) -> bool:
+        return exc.status == 422 and "sharedCounters" in str(exc) and self.pool.counter_layout == "combined"
+
+    def delete_all(self) -> None:
+        """Remove every slice of our pool (clean shutdown: the devices are no longer offered)."""
+        with self._lock:
+            if self._pool is None:
+                return  # never resolved, so never published
+            for obj in self.api.list_slices(self.pool.driver, self.pool.node_name):
+                self.api.delete_slice(obj["metadata"]["name"])
+            log.info("deleted the ResourceSlices of pool %s", self.pool.node_name)
+
+    def poke(self) -> None:
+        """Ask the loop to sync now (a device changed health, the kubelet registered us again)."""
+        self._wake.set()
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="dra-slices", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.sync()
+            except (ApiError, OSError) as exc:
+                log.warning("publishing ResourceSlices failed (retrying in %g s): %s", self.resync_s, exc)
+            self._wake.wait(self.resync_s)
+            self._wake.clear()

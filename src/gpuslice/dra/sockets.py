@@ -1,0 +1,69 @@
+"""gRPC servers on Unix sockets for the DRA plugin: stale sockets removed first, removed again on stop."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from gpuslice.wire import SOCKET_PATH_MAX
+
+_STOP_GRACE_S = 1.0
+
+
+class SocketError(OSError):
+    """A socket we cannot listen on; the message names the path."""
+
+
+@dataclass
+class UnixServer:
+    """A started gRPC server and its handler threads."""
+
+    server: Any
+    executor: ThreadPoolExecutor
+    path: Path
+
+    def stop(self) -> None:
+        self.server.stop(_STOP_GRACE_S).wait()
+        self.executor.shutdown(wait=True)
+        remove_socket(self.path)
+
+    def socket_present(self) -> bool:
+        """False once someone removed our socket file (so the kubelet can no longer find us)."""
+        try:
+            return stat.S_ISSOCK(self.path.lstat().st_mode)
+        except FileNotFoundError:
+            return False
+
+
+def remove_socket(path: Path) -> None:
+    """Remove a socket at `path`; anything else there is left alone (and makes listening fail)."""
+    try:
+        if stat.S_ISSOCK(path.lstat().st_mode):
+            path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def serve(path: Path, add_services: Callable[[Any], None], workers: int, name: str) -> UnixServer:
+    if len(os.fsencode(path)) > SOCKET_PATH_MAX:
+        raise SocketError(f"unix socket path {path} is longer than {SOCKET_PATH_MAX} bytes")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SocketError(f"cannot create {path.parent}: {exc.strerror}") from exc
+    remove_socket(path)  # a stale socket from a process that died
+    executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+    server = grpc.server(executor, options=[("grpc.max_receive_message_length", 4 * 2**20)])
+    add_services(server)
+    if server.add_insecure_port(f"unix:{path}") == 0:
+        executor.shutdown(wait=False)
+        raise SocketError(f"cannot listen on unix socket {path}")
+    server.start()
+    return UnixServer(server, executor, path)
