@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -83,3 +84,23 @@ def test_a_node_sample_is_seeded_and_sized(folder: Path) -> None:
     assert len(sample_nodes(nodes, 0.01, 3).names) == 1  # at least one node
     with pytest.raises(ValueError, match="node fraction"):
         sample_nodes(nodes, 0.0, 3)
+
+
+def test_out_dir_accounts_for_every_pod_once(folder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    result = CliRunner().invoke(
+        cli, ["sim", "openb-replay", "--workload", "tiny", "--policies", "bestfit", "--trace-dir", str(folder),
+              "--out", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    with (out / "pods.csv").open(newline="") as stream:
+        pods = {row["pod"]: row for row in csv.DictReader(stream)}
+    assert [(r["status"], r["start"], r["end"], r["wait"], r["node"]) for r in pods.values()] == [
+        ("placed", "0", "100", "0", "node-a"),
+        ("placed", "100", "140", "90", "node-a"),
+        ("withdrawn", "", "", "", ""),
+    ]
+    with (out / "timeline.csv").open(newline="") as stream:
+        samples = list(csv.DictReader(stream))
+    assert all(0 <= float(row["allocated_gpus"]) <= 1 and int(row["queued_pods"]) >= 0 for row in samples)
+    assert json.loads((out / "summary.json").read_text())[0]["placed"] == 2

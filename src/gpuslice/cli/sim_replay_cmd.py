@@ -36,6 +36,7 @@ MAX_WORKLOADS = 64
 @click.option("--json", "json_path", metavar="FILE|-", default=None, help="One record per (workload, policy).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option("--markdown", is_flag=True, help="Print the table as GitHub markdown.")
+@click.option("--out", "out_dir", metavar="DIR", help="Write pods.csv, timeline.csv and summary.json into DIR.")
 def openb_replay(
     workloads: str,
     policies: str,
@@ -47,6 +48,7 @@ def openb_replay(
     json_path: str | None,
     plot_path: Path | None,
     markdown: bool,
+    out_dir: str | None,
 ) -> None:
     """Replay openb in time: arrivals at creation_time, departures after the traced run time, a FIFO queue."""
     from rich.console import Console
@@ -54,7 +56,7 @@ def openb_replay(
     from gpuslice.fgd.engine import Workload
     from gpuslice.fgd.policies.loader import register_openb_policy
     from gpuslice.fgd.replay import load_pod_times, replay
-    from gpuslice.fgd.replay_report import plot_replay, replay_markdown, replay_table
+    from gpuslice.fgd.replay_report import plot_replay, replay_markdown, replay_table, write_replay_outputs
     from gpuslice.fgd.sweep import parse_policies
     from gpuslice.fgd.trace import OpenbTraceError, load_trace, resolve_trace_dir
 
@@ -92,6 +94,9 @@ def openb_replay(
     elif json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(records, indent=1) + "\n")
+    if out_dir:
+        written = write_replay_outputs(results, out_dir)
+        click.echo(f"wrote {', '.join(path.name for path in written)} to {out_dir}", err=True)
     if plot_path is not None:
         plot_replay(results, plot_path)
         click.echo(f"plot written to {plot_path}", err=True)

@@ -104,6 +104,8 @@ class ReplayResult:
     queue_peak: int
     allocation_peak: float  # the most GPUs allocated at once, over the whole run
     window: tuple[float, float]  # first and last arrival: the span the means are over
+    # Per pod: (name, arrival, start, end, status, node, GPU indices); start and end None when they did not happen.
+    pod_rows: list[tuple[str, float, float | None, float | None, str, str, str]] = field(repr=False)
     seconds: float
     times: FloatArray = field(repr=False)
     allocated: FloatArray = field(repr=False)  # GPUs
@@ -193,6 +195,9 @@ def replay(
     dead: set[tuple[int, int]] = set()
     placement: dict[int, Placement] = {}
     start: dict[int, float] = {}
+    ran: dict[int, Placement] = {}  # every placement made, kept after the pod leaves
+    ended: dict[int, float] = {}
+    gone: set[int] = set()  # withdrawn
     withdrawn = 0
     queued = 0
     samples_t: list[float] = []
@@ -212,6 +217,7 @@ def replay(
                 queued += 1
             elif pod in placement:  # a departure, or a never-scheduled pod deleted while it runs
                 where = placement.pop(pod)
+                ended[pod] = now
                 shape = shapes[pod_shape[pod]]
                 cluster.release(where.node, where.gpus, shape.cpu, memory[pod], shape.gpu_milli)
                 if released is not None:
@@ -221,10 +227,12 @@ def replay(
                 waiting[key].remove(pod)
                 queued -= 1
                 withdrawn += 1
+                gone.add(pod)
         if freed:
             dead.clear()
         queued -= _pass(waiting, dead, shapes, policy, cluster, memory, placement, start, now, events,
                         (creation, scheduled, durations))  # fmt: skip
+        ran.update(placement)
         samples_t.append(now)
         samples_alloc.append(cluster.allocated_milli / MILLI)
         samples_frag.append(cluster.fragment_weighted() / weight / MILLI)
@@ -258,6 +266,18 @@ def replay(
         queue_peak=int(queue.max()) if len(queue) else 0,
         allocation_peak=float(allocated.max()) if len(allocated) else 0.0,
         window=window,
+        pod_rows=[
+            (
+                trace.pods.names[pod],
+                creation[pod],
+                start.get(pod),
+                ended.get(pod),
+                "withdrawn" if pod in gone else "placed" if pod in start else "waiting",
+                cluster.names[ran[pod].node] if pod in ran else "",
+                " ".join(map(str, ran[pod].gpus)) if pod in ran else "",
+            )
+            for pod in range(count)
+        ],
         seconds=seconds,
         times=t,
         allocated=allocated,

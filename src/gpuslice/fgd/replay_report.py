@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -98,3 +100,47 @@ def plot_replay(results: Sequence[ReplayResult], path: str | Path) -> None:
             f"openb {first.workload} replayed in time on {first.total_gpus} GPUs "
             f"(arrivals compressed {first.compress:g}x, seed {first.seed})"
         )
+
+
+POD_COLUMNS_OUT = ("workload", "policy", "seed", "pod", "arrival", "start", "end", "wait", "status", "node", "gpus")
+TIMELINE_COLUMNS_OUT = ("workload", "policy", "seed", "time", "allocated_gpus", "fragmented_gpus", "queued_pods")
+
+
+def write_replay_outputs(results: Sequence[ReplayResult], folder: str | Path) -> list[Path]:
+    """pods.csv (one row per pod), timeline.csv (every sample: after each instant's events) and summary.json."""
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    pods, timeline, summary = target / "pods.csv", target / "timeline.csv", target / "summary.json"
+    with pods.open("w", newline="") as stream:
+        writer = csv.writer(stream, lineterminator="\n")
+        writer.writerow(POD_COLUMNS_OUT)
+        for result in results:
+            for name, arrival, start, end, status, node, gpus in result.pod_rows:
+                wait = "" if start is None else _seconds(start - arrival)
+                writer.writerow(
+                    (result.workload, result.policy, result.seed, name, _seconds(arrival), _optional(start),
+                     _optional(end), wait, status, node, gpus)
+                )  # fmt: skip
+    with timeline.open("w", newline="") as stream:
+        writer = csv.writer(stream, lineterminator="\n")
+        writer.writerow(TIMELINE_COLUMNS_OUT)
+        for result in results:
+            for at, allocated, fragmented, queued in zip(
+                result.times.tolist(),
+                result.allocated.tolist(),
+                result.fragmented.tolist(),
+                result.queued.tolist(),
+                strict=True,
+            ):
+                writer.writerow((result.workload, result.policy, result.seed, _seconds(at), round(allocated, 3),
+                                 round(fragmented, 3), queued))  # fmt: skip
+    summary.write_text(json.dumps([result.record() for result in results], indent=1) + "\n")
+    return [pods, timeline, summary]
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3f}".rstrip("0").rstrip(".") or "0"
+
+
+def _optional(value: float | None) -> str:
+    return "" if value is None else _seconds(value)
