@@ -1,40 +1,66 @@
-"""Allocate round-trip latency through the mock kubelet, beside a bare grpcio unary echo on a Unix socket."""
+"""Allocate round-trip latency through the mock kubelet's channel, beside a bare grpcio server that answers the
+same Allocate with a ready-made response on a Unix socket (the floor: gRPC and protobuf alone), for whole
+GPUs, time-slicing, MIG and the cdi-cri device list strategy; measured in one run, interleaved."""
 
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import shutil
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
 
-from gpuslice.config import parse_config_text
-from gpuslice.discovery import load_node_spec
+from benchmarks.figures import Figure, percentile
 from gpuslice.kubelet import MockKubelet
-from gpuslice.plugin import NullObserver
 from gpuslice.plugin.app import AppOptions, PluginApp
-from gpuslice.sharing import build_resources
-from gpuslice.wire import deviceplugin_pb2
+from gpuslice.plugin.metrics import PluginMetrics
+from gpuslice.plugin.naming import socket_name
+from gpuslice.plugin.server import DEFAULT_WORKERS
+from gpuslice.wire import deviceplugin_grpc, deviceplugin_pb2
 
 ROUNDS = 10
-CALLS_PER_ROUND = 300
+CALLS_PER_ROUND = 200
 WARMUP = 300
-ADMISSIONS = 300
-GOAL = 1.5
-CONFIG = "sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}"
-ECHO_METHOD = "/bench.Echo/Echo"
+ADMISSIONS = 200
+GOAL = 1.1
+MIG_NODE = """\
+name: bench-mig
+gpus:
+  - model: NVIDIA H100 80GB HBM3
+    count: 2
+    memory_mib: 81559
+    compute_capability: "9.0"
+    mig: [1g.10gb, 1g.10gb, 3g.40gb]
+"""
 
 
-def _percentiles(samples: list[float]) -> tuple[float, float]:
-    cuts = statistics.quantiles(samples, n=100, method="inclusive")
-    return cuts[49] * 1e6, cuts[98] * 1e6  # microseconds
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    node_spec: str  # preset:NAME or the node spec YAML text
+    config: str
+    resource: str
+
+
+MODES = (
+    Mode("whole GPUs", "preset:h100x4", "version: v1\n", "nvidia.com/gpu"),
+    Mode(
+        "time-slicing x4",
+        "preset:h100x4",
+        "version: v1\nsharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}\n",
+        "nvidia.com/gpu",
+    ),
+    Mode("MIG (mixed)", MIG_NODE, "version: v1\nflags: {migStrategy: mixed}\n", "nvidia.com/mig-1g.10gb"),
+    Mode("cdi-cri", "preset:h100x4", "version: v1\nflags: {plugin: {deviceListStrategy: cdi-cri}}\n", "nvidia.com/gpu"),
+)
 
 
 def _timed(call: Callable[[], Any], count: int, into: list[float]) -> None:
@@ -45,118 +71,156 @@ def _timed(call: Callable[[], Any], count: int, into: list[float]) -> None:
         into.append(clock() - started)
 
 
-def _echo_server(path: Path) -> tuple[Any, ThreadPoolExecutor]:
-    def echo(request: bytes, context: Any) -> bytes:
-        return request
+class FixedAnswer(deviceplugin_grpc.DevicePluginServicer):  # type: ignore[misc]
+    """The floor: a servicer that answers every Allocate with one prepared response."""
 
-    handler = grpc.method_handlers_generic_handler("bench.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(echo)})
-    executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bench-echo")
+    def __init__(self, response: deviceplugin_pb2.AllocateResponse) -> None:
+        self.response = response
+
+    def Allocate(self, request: deviceplugin_pb2.AllocateRequest, context: Any) -> Any:  # noqa: N802
+        return self.response
+
+
+def _floor_server(path: Path, response: deviceplugin_pb2.AllocateResponse) -> tuple[Any, ThreadPoolExecutor]:
+    executor = ThreadPoolExecutor(max_workers=DEFAULT_WORKERS, thread_name_prefix="bench-floor")  # as the plugin
     server = grpc.server(executor)
-    server.add_generic_rpc_handlers((handler,))
+    deviceplugin_grpc.add_DevicePluginServicer_to_server(FixedAnswer(response), server)  # type: ignore[no-untyped-call]
     server.add_insecure_port(f"unix:{path}")
     server.start()
     return server, executor
 
 
-class HandlerTimes(NullObserver):
-    """Time spent inside the plugin's Allocate handler (the PluginObserver seam), to split our cost from gRPC's."""
+class HandlerTimes(PluginMetrics):
+    """The plugin's own metrics observer, also keeping the time spent inside its Allocate handler."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.seconds: list[float] = []
 
     def allocated(self, resource: str, device_ids: list[list[str]], seconds: float) -> None:
+        super().allocated(resource, device_ids, seconds)
         self.seconds.append(seconds)
 
 
-def main() -> None:
-    handler = HandlerTimes()
-    workdir = Path(tempfile.mkdtemp(prefix="gs-bench-", dir="/tmp"))
-    config_file = workdir / "config.yaml"
-    config_file.write_text(CONFIG)
-    spec = load_node_spec("preset:h100x4")
-    config = parse_config_text(CONFIG).config
-    plan = build_resources(spec.node, config)
-    resource = plan.resources[0]
-    device_id = resource.devices[5].id
-    request = deviceplugin_pb2.AllocateRequest(
-        container_requests=[deviceplugin_pb2.ContainerAllocateRequest(devices_ids=[device_id])]
-    )
-    payload = request.SerializeToString()
-    echo_server, echo_executor = _echo_server(workdir / "echo.sock")
-    echo_channel = grpc.insecure_channel(f"unix:{workdir / 'echo.sock'}")
-    echo = echo_channel.unary_unary(ECHO_METHOD)
-    try:
-        with (
-            MockKubelet(workdir / "kubelet", checkpoint_enabled=False) as kubelet,
-            PluginApp(
-                AppOptions(
-                    backend="fake",
-                    node_spec="preset:h100x4",
-                    config_file=str(config_file),
-                    kubelet_socket=str(kubelet.socket_path),
-                    pod_resources_socket=str(kubelet.pod_resources_socket),
-                    nvidia_answers=False,
-                ),
-                observer=handler,
-            ),
-        ):
-            if not kubelet.wait_for(resource=resource.name, allocatable=len(resource.devices), timeout=10):
-                raise RuntimeError("the plugin never registered")
-            stub = kubelet.plugin_stub(resource.name)
-            answer = stub.Allocate(request)
-            assert answer.container_responses[0].envs["NVIDIA_VISIBLE_DEVICES"] == resource.devices[5].physical_id
+@dataclass(frozen=True)
+class Measured:
+    mode: Mode
+    devices: int
+    ours: list[float]
+    floor: list[float]
+    inside: list[float]
+    admissions: list[float]
 
-            def allocate() -> None:
+    def p50_ratio(self) -> float:
+        return percentile(self.ours, 0.5) / percentile(self.floor, 0.5)
+
+
+def _measure(mode: Mode, workdir: Path) -> Measured:
+    node_spec = mode.node_spec
+    if not node_spec.startswith("preset:"):
+        (workdir / "node.yaml").write_text(node_spec)
+        node_spec = str(workdir / "node.yaml")
+    (workdir / "config.yaml").write_text(mode.config)
+    observer = HandlerTimes()
+    options = AppOptions(
+        backend="fake",
+        node_spec=node_spec,
+        config_file=str(workdir / "config.yaml"),
+        kubelet_socket=str(workdir / "kubelet" / "kubelet.sock"),
+        pod_resources_socket=str(workdir / "pr.sock"),
+        cdi_spec_dir=str(workdir / "cdi"),
+    )
+    with (
+        MockKubelet(workdir / "kubelet", checkpoint_enabled=False) as kubelet,
+        PluginApp(options, metrics=observer) as app,
+    ):
+        resource = next(r for r in app.plan.resources if r.name == mode.resource)
+        if not kubelet.wait_for(resource=resource.name, allocatable=len(resource.devices), timeout=10):
+            raise RuntimeError(f"{mode.name}: the plugin never registered")
+        device = resource.devices[min(5, len(resource.devices) - 1)]
+        request = deviceplugin_pb2.AllocateRequest(
+            container_requests=[deviceplugin_pb2.ContainerAllocateRequest(devices_ids=[device.id])]
+        )
+        # each side gets its own channel, dialled the same way (the kubelet's also carries ListAndWatch)
+        plugin_channel = grpc.insecure_channel(f"unix:{app_socket(kubelet, resource.name)}")
+        stub = deviceplugin_grpc.DevicePluginStub(plugin_channel)  # type: ignore[no-untyped-call]
+        answer = stub.Allocate(request)
+        floor_server, floor_executor = _floor_server(workdir / "floor.sock", answer)
+        floor_channel = grpc.insecure_channel(f"unix:{workdir / 'floor.sock'}")
+        floor_stub = deviceplugin_grpc.DevicePluginStub(floor_channel)  # type: ignore[no-untyped-call]
+        try:
+            if floor_stub.Allocate(request) != answer:
+                raise RuntimeError(f"{mode.name}: the floor does not give the plugin's answer")
+
+            def ours() -> None:
                 stub.Allocate(request)
 
-            def bare() -> None:
-                echo(payload)
+            def floor() -> None:
+                floor_stub.Allocate(request)
 
-            handler.seconds.clear()
-            ours: list[float] = []
-            baseline: list[float] = []
-            _timed(allocate, WARMUP, [])
-            _timed(bare, WARMUP, [])
+            ours_s: list[float] = []
+            floor_s: list[float] = []
+            _timed(ours, WARMUP, [])
+            _timed(floor, WARMUP, [])
+            observer.seconds.clear()
             for _ in range(ROUNDS):  # interleaved, so drift in machine load hits both sides alike
                 gc.collect()
                 gc.disable()  # as timeit does: a collection landing in one side's round is noise, not cost
                 try:
-                    _timed(allocate, CALLS_PER_ROUND, ours)
-                    _timed(bare, CALLS_PER_ROUND, baseline)
+                    _timed(ours, CALLS_PER_ROUND, ours_s)
+                    _timed(floor, CALLS_PER_ROUND, floor_s)
                 finally:
                     gc.enable()
-
-            inside = list(handler.seconds)
+            inside = list(observer.seconds)
             admissions: list[float] = []
             for n in range(ADMISSIONS):
                 started = time.perf_counter()
                 kubelet.admit_one(f"bench-{n}", resource.name)
                 admissions.append(time.perf_counter() - started)
                 kubelet.delete_pod(f"bench-{n}")
-    finally:
-        echo_channel.close()
-        echo_server.stop(0).wait()
-        echo_executor.shutdown(wait=True)
-        shutil.rmtree(workdir, ignore_errors=True)
+        finally:
+            plugin_channel.close()
+            floor_channel.close()
+            floor_server.stop(0).wait()
+            floor_executor.shutdown(wait=True)
+    return Measured(mode, len(resource.devices), ours_s, floor_s, inside, admissions)
 
-    our_p50, our_p99 = _percentiles(ours)
-    bare_p50, bare_p99 = _percentiles(baseline)
-    adm_p50, adm_p99 = _percentiles(admissions)
-    in_p50, in_p99 = _percentiles(inside)
-    ratio50, ratio99 = our_p50 / bare_p50, our_p99 / bare_p99
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"{len(ours)} calls each, {ROUNDS} interleaved rounds; resource {resource.name} ({resource.derivation})")
-    print(f"{os.cpu_count()} CPUs, load average {load:.2f} (p99 is sensitive to other work on the machine)")
-    print(f"{'':34}{'p50 us':>10}{'p99 us':>10}")
-    print(f"{'Allocate via mock kubelet':34}{our_p50:>10.1f}{our_p99:>10.1f}")
-    print(f"{'bare grpcio unary echo (unix)':34}{bare_p50:>10.1f}{bare_p99:>10.1f}")
-    print(f"{'ratio':34}{ratio50:>10.2f}{ratio99:>10.2f}   (goal <= {GOAL})")
-    print(f"{'  time inside our Allocate handler':34}{in_p50:>10.1f}{in_p99:>10.1f}")
-    print(
-        f"{'full admission (preferred+alloc)':34}{adm_p50:>10.1f}{adm_p99:>10.1f}   ({ADMISSIONS} pods, informational)"
-    )
-    verdict = "meets" if ratio50 <= GOAL else "MISSES"
-    print(f"p50 ratio {ratio50:.2f} {verdict} the goal of {GOAL}")
+
+def app_socket(kubelet: MockKubelet, resource: str) -> Path:
+    """The plugin's socket for `resource` (beside the kubelet's, where it registered it)."""
+    return kubelet.device_plugin_dir / socket_name(resource)
+
+
+def _us(samples: list[float], fraction: float) -> float:
+    return percentile(samples, fraction) * 1e6
+
+
+def main() -> list[Figure]:
+    logging.getLogger("gpuslice.kubelet").setLevel(logging.ERROR)  # each stop logs an ended stream: expected here
+    root = Path(tempfile.mkdtemp(prefix="gs", dir="/tmp"))  # short: Unix socket paths stay under 107 bytes
+    results = []
+    try:
+        for number, mode in enumerate(MODES):
+            workdir = root / str(number)
+            workdir.mkdir()
+            results.append(_measure(mode, workdir))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    load = os.getloadavg()[0]
+    print(f"{ROUNDS} interleaved rounds of {CALLS_PER_ROUND} calls per side; {os.cpu_count()} CPUs, load {load:.2f}")
+    print("floor: a bare grpcio server answering the same Allocate with the plugin's response, prepared once")
+    header = f"{'mode':<18}{'devices':>8}{'ours p50':>10}{'floor p50':>10}{'ratio':>7}{'ours p99':>10}"
+    print(f"{header}{'floor p99':>10}{'handler p50':>12}{'admission p50':>14}  (us)")
+    for r in results:
+        print(
+            f"{r.mode.name:<18}{r.devices:>8}{_us(r.ours, 0.5):>10.1f}{_us(r.floor, 0.5):>10.1f}{r.p50_ratio():>7.2f}"
+            f"{_us(r.ours, 0.99):>10.1f}{_us(r.floor, 0.99):>10.1f}{_us(r.inside, 0.5):>12.1f}"
+            f"{_us(r.admissions, 0.5):>14.1f}"
+        )
+    return [
+        Figure(f"Allocate p50 / bare grpcio floor, {r.mode.name}", r.p50_ratio(), "x", GOAL, note="same run")
+        for r in results
+    ]
 
 
 if __name__ == "__main__":

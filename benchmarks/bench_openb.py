@@ -1,6 +1,8 @@
 """openb (FGD paper) speed and results: per-policy placement time, the whole command, the 6 x 10 sweep.
 
 Set GPUSLICE_BENCH_OPENB_ALL=1 to also sweep every openb workload with FGD and our policies (10+ minutes).
+Set GPUSLICE_BENCH_BASELINE_SRC to the `src` folder of another revision (`git archive REV src | tar -x -C DIR`)
+to time it in the same run, side by side, and print the ratios.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.figures import Figure, bytecode_env
 from gpuslice.fgd.engine import Workload, simulate
 from gpuslice.fgd.metrics import seed_stat
 from gpuslice.fgd.policies import OUR_POLICIES, PAPER_POLICIES
@@ -18,27 +21,68 @@ from gpuslice.fgd.report import pairwise, select
 from gpuslice.fgd.sweep import parse_seeds, run_sweep
 from gpuslice.fgd.trace import OpenbTraceError, list_workloads, load_trace, resolve_trace_dir
 
+WHOLE_COMMAND_GOAL_S = 0.6
 PUBLISHED_PODS_PER_SECOND = 18.0  # the authors' Go simulator: ~10.8 k placements in ~10 min on 2 vCPUs
 REPEATS = 3
+WHOLE_REPEATS = 5
 
 
-def _whole_command_seconds() -> float:
-    gpuslice = Path(sys.executable).with_name("gpuslice")
-    command = [str(gpuslice), "sim", "openb", "--policies", "fgd", "--seeds", "42"]
-    best = float("inf")
-    for _ in range(REPEATS):
-        started = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True)
-        best = min(best, time.perf_counter() - started)
+# CPU seconds of one placement run per policy, for this revision or the baseline's (either package layout)
+_PLACEMENT_SCRIPT = """
+import sys, time
+try:
+    from gpuslice.fgd.engine import Workload, simulate
+    from gpuslice.fgd.trace import load_trace
+except ImportError:
+    from gpuslice.sim.openb.engine import Workload, simulate
+    from gpuslice.sim.openb.trace import load_trace
+
+
+def _cpu(workload, name):
+    started = time.process_time()
+    simulate(workload, name, 42)
+    return time.process_time() - started
+
+
+workload = Workload.from_trace(load_trace("default", sys.argv[1]))
+for name in sys.argv[2:]:
+    best = min(_cpu(workload, name) for _ in range(%d))
+    print(name, best)
+"""
+
+
+def _baseline_env() -> dict[str, str] | None:
+    source = os.environ.get("GPUSLICE_BENCH_BASELINE_SRC")
+    return None if not source else {**bytecode_env(), "PYTHONPATH": source}
+
+
+def _whole_command_seconds(folder: Path, *envs: dict[str, str]) -> list[float]:
+    """Best of WHOLE_REPEATS wall seconds per environment, the runs interleaved so load drift hits each alike."""
+    command = [sys.executable, "-m", "gpuslice", "sim", "openb", "--policies", "fgd", "--seeds", "42"]
+    command += ["--trace-dir", str(folder)]
+    best = [float("inf")] * len(envs)
+    for _ in range(WHOLE_REPEATS):
+        for i, env in enumerate(envs):
+            started = time.perf_counter()
+            subprocess.run(command, check=True, capture_output=True, env=env)
+            best[i] = min(best[i], time.perf_counter() - started)
     return best
 
 
-def main() -> None:
+def _placement_cpu(env: dict[str, str], folder: Path, names: tuple[str, ...]) -> dict[str, float]:
+    script = _PLACEMENT_SCRIPT % REPEATS
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(folder), *names], check=True, capture_output=True, text=True, env=env
+    )
+    return {name: float(value) for name, value in (line.split() for line in done.stdout.splitlines())}
+
+
+def main() -> list[Figure]:
     try:
         folder = resolve_trace_dir()
     except OpenbTraceError as error:
         print(f"skipped: {error}")
-        return
+        return []
     started = time.perf_counter()
     workload = Workload.from_trace(load_trace("default", folder))
     print(f"load default trace + shapes: {time.perf_counter() - started:.2f} s")
@@ -55,7 +99,27 @@ def main() -> None:
         rate = run.pods / wall
         speedup = rate / PUBLISHED_PODS_PER_SECOND
         print(f"{name:<11} {wall:>12.3f} {cpu:>10.3f} {run.pods:>6} {rate:>8.0f} {speedup:>8.0f}x")
-    print(f"whole command `gpuslice sim openb --policies fgd --seeds 42`: {_whole_command_seconds():.2f} s (best of 3)")
+    names = (*PAPER_POLICIES, *OUR_POLICIES)
+    ours = _placement_cpu(bytecode_env(), folder, names)
+    baseline_env = _baseline_env()
+    wholes = _whole_command_seconds(folder, bytecode_env(), *([baseline_env] if baseline_env else []))
+    whole = wholes[0]
+    print(f"whole command `gpuslice sim openb --policies fgd --seeds 42`: {whole:.2f} s (best of 5, bytecode cached)")
+    figures = [Figure("FGD on openb default, whole command", whole, "s", WHOLE_COMMAND_GOAL_S, note="best of 5")]
+    if baseline_env is not None:
+        before = _placement_cpu(baseline_env, folder, names)
+        whole_before = wholes[1]
+        print(f"baseline {baseline_env['PYTHONPATH']}: whole command {whole_before:.2f} s, x{whole_before / whole:.2f}")
+        print(f"{'policy':<11} {'CPU s now':>10} {'baseline':>10} {'speed-up':>9}  (one placement run, best of 3)")
+        for name in names:
+            print(f"{name:<11} {ours[name]:>10.3f} {before[name]:>10.3f} {before[name] / ours[name]:>8.2f}x")
+        figures.append(
+            Figure("FGD whole command, speed-up over baseline", whole_before / whole, "x", 2.0, higher_is_better=True)
+        )
+        figures += [
+            Figure(f"{name} placement, speed-up over baseline", before[name] / ours[name], "x", note="CPU s")
+            for name in names
+        ]
 
     started = time.perf_counter()
     records = run_sweep(["default"], PAPER_POLICIES, parse_seeds("42-51"), trace_dir=folder, jobs=2)
@@ -82,6 +146,7 @@ def main() -> None:
             print(
                 f"  {name:<12} fgd {fgd:5.2f} %  fgd-cpu {pair['mean_diff']:+.2f}  wins {pair['wins']}/{pair['seeds']}"
             )
+    return figures
 
 
 if __name__ == "__main__":

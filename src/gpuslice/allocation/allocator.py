@@ -48,8 +48,17 @@ class Allocator(Protocol):
         ...
 
 
+ANSWER_CACHE_LIMIT = 1024  # distinct requests remembered per resource; past it the memory starts over
+
+
 class StaticAllocator:
-    """A resource whose devices exist as advertised: health decides the listing, the pure functions the rest."""
+    """A resource whose devices exist as advertised: health decides the listing, the pure functions the rest.
+
+    Allocate sits on the kubelet's admission path, and its answer is a pure function of the request, the
+    health of the resource and the options (pipeline steps are pure functions of their context), so each
+    answer is built once and remembered until health or options change. The cdi-annotations strategy
+    names its annotation with a fresh UUID per call (NVIDIA's answer), so with it every answer is built.
+    """
 
     def __init__(
         self,
@@ -62,7 +71,9 @@ class StaticAllocator:
         self._health = health
         self._options = options or AllocateOptions()
         self._whole_gpu_rule = whole_gpu_rule
-        self._removers: list[Callable[[], None]] = []
+        self._answers: dict[tuple[tuple[str, ...], ...], AllocationAnswer] = {}
+        self._answers_generation = 0  # bumped by every change that outdates remembered answers
+        self._removers: list[Callable[[], None]] = [health.add_listener(self._forget_answers)]
 
     @property
     def resource(self) -> Resource:
@@ -81,10 +92,27 @@ class StaticAllocator:
         )
 
     def allocate(self, requests: Sequence[Sequence[str]]) -> AllocationAnswer:
-        return allocate(self._resource, requests, self._health.unhealthy_ids(self._resource), self._options)
+        key = tuple(map(tuple, requests))
+        answer = self._answers.get(key)
+        if answer is not None:
+            return answer
+        generation, options = self._answers_generation, self._options
+        answer = allocate(self._resource, requests, self._health.unhealthy_ids(self._resource), options)
+        # kept only when nothing changed while it was built (a health change or a reload clears the memory)
+        if generation == self._answers_generation and "cdi-annotations" not in options.strategies:
+            answers = self._answers
+            if len(answers) >= ANSWER_CACHE_LIMIT:
+                answers.clear()
+            answers[key] = answer
+        return answer
+
+    def _forget_answers(self) -> None:
+        self._answers_generation += 1
+        self._answers = {}
 
     def set_options(self, options: AllocateOptions) -> None:
         self._options = options
+        self._forget_answers()
 
     def add_listener(self, listener: Listener) -> Callable[[], None]:
         remove = self._health.add_listener(listener)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
 
 from gpuslice.fgd.shapes import Shape, TypicalTasks
+from gpuslice.gpu.units import MILLI
 
 IntArray = npt.NDArray[np.int64]
 
@@ -45,7 +47,11 @@ class TaskArrays:
     """The typical tasks as arrays for vectorised fragment sums.
 
     `usable[model, t]` is False for CPU-only tasks and for models task t may not use, so such tasks always
-    count the whole free capacity as fragment.
+    count the whole free capacity as fragment. The sums are table lookups (numpy's per-call cost, not its
+    arithmetic, bounds the simulator): `free_table[v]` holds, for one GPU with v free milli (0..1000),
+    [v, per task: v if the task fits on it else 0, per task: 1 if it fits else 0], so one gather and one
+    sum give a node's total, fitting milli and fitting-GPU count per task; `runs_by_rank[model, r, t]`
+    says whether task t may use the model and needs at most the r-th smallest task CPU.
     """
 
     cpu: IntArray
@@ -71,11 +77,47 @@ class TaskArrays:
             total_weight=typical.total_weight,
         )
 
+    @property
+    def size(self) -> int:
+        return len(self.weight)
+
+    @cached_property
+    def free_table(self) -> IntArray:
+        free = np.arange(MILLI + 1, dtype=np.int64)[:, None]
+        fits = free >= self.gpu_milli
+        return np.concatenate([free, free * fits, fits.astype(np.int64)], axis=1)
+
+    @cached_property
+    def cpu_levels(self) -> IntArray:
+        """The distinct task CPU requests, ascending: a CPU amount's rank is how many of them it covers."""
+        return np.unique(self.cpu)
+
+    @cached_property
+    def runs_by_rank(self) -> npt.NDArray[np.bool_]:
+        """[model, rank, task]; the extra last model row answers for model -1 (a node without GPUs) as
+        model 0 does: such a node has no free GPU, so no task fits there whatever the row says."""
+        rank_of_task = np.searchsorted(self.cpu_levels, self.cpu)
+        ranks = np.arange(len(self.cpu_levels) + 1)
+        usable = np.concatenate([self.usable, self.usable[:1]])
+        return usable[:, None, :] & (rank_of_task[None, None, :] < ranks[None, :, None])
+
+    def cpu_runs(self, model: IntArray, cpu_free: IntArray) -> npt.NDArray[np.bool_]:
+        """(..., T): task t may use the node's model and fits in its free CPU."""
+        return self.runs_by_rank[model, np.searchsorted(self.cpu_levels, cpu_free, side="right")]
+
+    def free_sums(self, gpu_free: IntArray) -> IntArray:
+        """For GPU rows (..., G): [total free, per task fitting milli, per task fitting-GPU count]."""
+        return np.asarray(self.free_table[gpu_free].sum(axis=-2), dtype=np.int64)
+
     def fitting(self, gpu_free: IntArray) -> tuple[IntArray, IntArray]:
         """For GPU rows (..., G): per task, the free milli on GPUs big enough for it and how many there are."""
-        fits = gpu_free[..., :, None] >= self.gpu_milli
-        big = np.where(fits, gpu_free[..., :, None], 0).sum(axis=-2)
-        return big, fits.sum(axis=-2)
+        sums = self.free_sums(gpu_free)
+        return sums[..., 1 : 1 + self.size], sums[..., 1 + self.size :]
+
+    def fitting_sum(self, model: IntArray, cpu: IntArray, big: IntArray, count: IntArray) -> IntArray:
+        """Σ_t w_t big[t] over the tasks that can run (model usable, CPU enough, enough fitting GPUs)."""
+        runs = self.cpu_runs(model, cpu) & (count >= self.num_gpu)
+        return np.asarray((big * runs) @ self.weight, dtype=np.int64)
 
     def weighted_fragment(
         self, model: IntArray, cpu: IntArray, total: IntArray, big: IntArray, count: IntArray
@@ -84,6 +126,4 @@ class TaskArrays:
 
         F(t) = total - big[t] when task t can run (model usable, CPU enough, enough fitting GPUs), else total.
         """
-        runs = self.usable[model] & (cpu[..., None] >= self.cpu) & (count >= self.num_gpu)
-        fitting_sum = np.asarray(np.where(runs, big, 0) @ self.weight, dtype=np.int64)
-        return np.asarray(total * self.total_weight - fitting_sum, dtype=np.int64)
+        return np.asarray(total * self.total_weight - self.fitting_sum(model, cpu, big, count), dtype=np.int64)

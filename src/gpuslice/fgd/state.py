@@ -7,6 +7,7 @@ state), so everything derived from a state is computed once and cached by state 
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,23 +21,27 @@ IntArray = npt.NDArray[np.int64]
 
 
 class StateTable:
-    """Interned node states. Row `sid` of `packed` holds [model, cpu, total free, Σ_m w_m F_n(m), free milli per
-    GPU slot (high to low), per-task fitting milli, per-task fitting GPU count]; everything after the GPU
-    slots is derived, filled in batches by `ensure` when first needed."""
+    """Interned node states. Row `sid` of `packed` holds [model, cpu, Σ_m w_m F_n(m), Σ_m w_m (milli task m
+    can use), total free, per-task fitting milli, per-task fitting GPU count, free milli per GPU slot (high to
+    low)]; the columns from FRAG up to the GPU slots are derived, filled in batches when first needed."""
 
-    MODEL, CPU, TOTAL, FRAG = 0, 1, 2, 3
+    MODEL, CPU, FRAG, FIT, TOTAL = 0, 1, 2, 3, 4
 
     def __init__(self, tasks: TaskArrays, slots: int, capacity: int = 4096) -> None:
         self.tasks = tasks
         self.slots = slots
-        ntasks = len(tasks.weight)
-        self.gpu_cols = slice(4, 4 + slots)
-        self.big_cols = slice(4 + slots, 4 + slots + ntasks)
-        self.count_cols = slice(4 + slots + ntasks, 4 + slots + 2 * ntasks)
+        ntasks = tasks.size
+        self.sums_cols = slice(self.TOTAL, self.TOTAL + 1 + 2 * ntasks)  # laid out as TaskArrays.free_sums
+        self.big_cols = slice(self.TOTAL + 1, self.TOTAL + 1 + ntasks)
+        self.count_cols = slice(self.TOTAL + 1 + ntasks, self.TOTAL + 1 + 2 * ntasks)
+        self.task_cols = slice(self.TOTAL + 1, self.TOTAL + 1 + 2 * ntasks)  # big then count, side by side
+        self.gpu_cols = slice(self.sums_cols.stop, self.sums_cols.stop + slots)
         self.size = 0
         self._index: dict[tuple[int, int, tuple[int, ...]], int] = {}
-        self.packed = np.zeros((capacity, 4 + slots + 2 * ntasks), dtype=np.int64)
+        self.packed = np.zeros((capacity, self.gpu_cols.stop), dtype=np.int64)
         self.ready = np.zeros(capacity, dtype=bool)
+        self.underived = 0  # interned states without derived columns: none lets `rows` skip its check
+        self._cpu_levels: list[int] = tasks.cpu_levels.tolist()
 
     @property
     def capacity(self) -> int:
@@ -58,6 +63,7 @@ class StateTable:
         row[self.gpu_cols] = gpus_desc
         self._index[key] = sid
         self.size += 1
+        self.underived += 1
         return sid
 
     def ensure(self, sids: IntArray) -> None:
@@ -65,28 +71,65 @@ class StateTable:
         todo = sids[~self.ready[sids]]
         if len(todo):
             self.packed[todo] = self._derive(self.packed[todo])
-            self.ready[todo] = True
+            self._mark_ready(todo)
+
+    def _mark_ready(self, sids: IntArray) -> None:
+        self.ready[sids] = True
+        self.underived = self.size - int(np.count_nonzero(self.ready[: self.size]))
 
     def rows(self, sids: IntArray) -> IntArray:
         """The packed rows of `sids`, derived columns included (one gather when they are already known)."""
         rows = self.packed[sids]
-        missing = ~self.ready[sids]
-        if missing.any():
-            rows[missing] = self._derive(rows[missing])
-            self.packed[sids[missing]] = rows[missing]
-            self.ready[sids[missing]] = True
+        if not self.underived:
+            return rows
+        ready = self.ready[sids]
+        if ready.all():
+            return rows
+        if not ready.any():  # the common case: the one state the last pod created
+            self._derive(rows)
+            self.packed[sids] = rows
+            self._mark_ready(sids)
+            return rows
+        missing = ~ready
+        todo = sids[missing]
+        rows[missing] = self._derive(rows[missing])
+        self.packed[todo] = rows[missing]
+        self._mark_ready(todo)
         return rows
 
     def _derive(self, rows: IntArray) -> IntArray:
-        gpus = rows[:, self.gpu_cols]
-        big, count = self.tasks.fitting(gpus)
-        total = gpus.sum(axis=1)
-        model = np.maximum(rows[:, self.MODEL], 0)  # a node without GPUs has no free GPU: fragment 0
-        rows[:, self.TOTAL] = total
-        rows[:, self.FRAG] = self.tasks.weighted_fragment(model, rows[:, self.CPU], total, big, count)
-        rows[:, self.big_cols] = big
-        rows[:, self.count_cols] = count
+        """Fill the derived columns of `rows` in place (and return it)."""
+        tasks = self.tasks
+        sums = tasks.free_sums(rows[:, self.gpu_cols])
+        rows[:, self.sums_cols] = sums
+        n = tasks.size
+        fit = tasks.fitting_sum(rows[:, self.MODEL], rows[:, self.CPU], sums[:, 1 : 1 + n], sums[:, 1 + n :])
+        rows[:, self.FIT] = fit
+        rows[:, self.FRAG] = sums[:, 0] * tasks.total_weight - fit
         return rows
+
+    def derive_child(self, child: int, parent: int, taken: int, task_change: IntArray | None) -> None:
+        """Derive state `child` from the derived state `parent` that one pod turned into it: its GPUs lost
+        `taken` milli and its task columns (fitting milli, then fitting-GPU counts) change by `task_change`
+        (None: the pod took no GPU). Exactly what `_derive` computes, for the cost of a few small steps."""
+        if self.ready[child] or not self.ready[parent]:
+            return
+        tasks, packed = self.tasks, self.packed
+        row = packed[child]
+        columns = packed[parent, self.task_cols]
+        if task_change is not None:
+            columns = columns + task_change
+        row[self.task_cols] = columns
+        ntasks = tasks.size
+        rank = bisect.bisect_right(self._cpu_levels, int(row[self.CPU]))
+        runs = tasks.runs_by_rank[row[self.MODEL], rank] & (columns[ntasks:] >= tasks.num_gpu)
+        fit = int((columns[:ntasks] * runs) @ tasks.weight)
+        total = int(packed[parent, self.TOTAL]) - taken
+        row[self.TOTAL] = total
+        row[self.FIT] = fit
+        row[self.FRAG] = total * tasks.total_weight - fit
+        self.ready[child] = True
+        self.underived -= 1
 
     def frag(self, sids: IntArray) -> IntArray:
         """Σ_m w_m F_n(m) of each state."""

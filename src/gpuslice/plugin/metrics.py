@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -68,6 +69,7 @@ class PluginMetrics:
         self.allocation_errors = Counter(
             f"{PREFIX}_allocation_errors", "Allocate requests refused", ["resource", "error"], registry=r
         )
+        self._allocate_children: dict[str, tuple[Any, Any]] = {}
         self.allocate_seconds = Histogram(
             f"{PREFIX}_allocate_seconds", "Allocate latency", ["resource"], buckets=ALLOCATE_BUCKETS, registry=r
         )
@@ -90,8 +92,12 @@ class PluginMetrics:
     # PluginObserver -----------------------------------------------------------------------------
 
     def allocated(self, resource: str, device_ids: list[list[str]], seconds: float) -> None:
-        self.allocations.labels(resource).inc(len(device_ids))
-        self.allocate_seconds.labels(resource).observe(seconds)
+        children = self._allocate_children.get(resource)
+        if children is None:  # labels() takes a lock and builds a key: once per resource, not per Allocate
+            children = (self.allocations.labels(resource), self.allocate_seconds.labels(resource))
+            self._allocate_children[resource] = children
+        children[0].inc(len(device_ids))
+        children[1].observe(seconds)
 
     def allocation_failed(self, resource: str, error: AllocationError) -> None:
         self.allocation_errors.labels(resource, type(error).__name__).inc()

@@ -64,12 +64,22 @@ class RequestLimits(grpc.ServerInterceptor):  # type: ignore[misc]
     def __init__(self, resource: str, max_streams: int = MAX_STREAMS_PER_RESOURCE) -> None:
         self.resource = resource
         self.streams = StreamSlots(max_streams)
+        # gRPC asks the interceptor on every call; the wrapped handler of each served method is built once
+        # (only methods the servicer serves get one, so the map holds at most its five RPCs)
+        self._handlers: dict[str, Any] = {}
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
-        handler = continuation(details)
+        handler = self._handlers.get(details.method)
+        if handler is None:
+            handler = self._wrap(continuation(details), str(details.method))
+            if handler is not None:
+                self._handlers[details.method] = handler
+        return handler
+
+    def _wrap(self, handler: Any, path: str) -> Any:
         if handler is None:
             return None
-        method = str(details.method).rsplit("/", 1)[-1]
+        method = path.rsplit("/", 1)[-1]
         if method == "ListAndWatch" and handler.unary_stream is not None:
             return grpc.unary_stream_rpc_method_handler(
                 self._capped_stream(handler.unary_stream),

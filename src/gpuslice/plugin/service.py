@@ -10,12 +10,13 @@ from typing import Any, Protocol
 
 import grpc
 
-from gpuslice.allocation import AllocateOptions, AllocationError, AllocationFailed, Allocator
+from gpuslice.allocation import AllocateOptions, AllocationAnswer, AllocationError, AllocationFailed, Allocator
 from gpuslice.plugin.convert import allocate_response, device_list, requested_ids
 from gpuslice.sharing import Resource
 from gpuslice.wire import deviceplugin_grpc, deviceplugin_pb2
 
 log = logging.getLogger("gpuslice.plugin")
+RESPONSE_CACHE_LIMIT = 256  # converted answers remembered per resource; past it the memory starts over
 
 
 class PluginObserver(Protocol):
@@ -62,6 +63,9 @@ class ResourceService(deviceplugin_grpc.DevicePluginServicer):  # type: ignore[m
         self._closed = False
         self._open_streams = 0
         self._remove_listener = allocator.add_listener(self.notify_changed)
+        # answer object id -> (answer, its response): an allocator that hands out the same answer object
+        # again (a remembered one) gets the same message back, without converting it again
+        self._responses: dict[int, tuple[AllocationAnswer, deviceplugin_pb2.AllocateResponse]] = {}
 
     @property
     def resource(self) -> Resource:
@@ -160,7 +164,14 @@ class ResourceService(deviceplugin_grpc.DevicePluginServicer):  # type: ignore[m
         except AllocationFailed as exc:
             log.error("Allocate for %s failed: %s", name, exc)
             context.abort(grpc.StatusCode.INTERNAL, str(exc))
-        response = allocate_response(answer)
+        cached = self._responses.get(id(answer))
+        if cached is not None and cached[0] is answer:
+            response = cached[1]
+        else:
+            response = allocate_response(answer)
+            if len(self._responses) >= RESPONSE_CACHE_LIMIT:
+                self._responses.clear()
+            self._responses[id(answer)] = (answer, response)  # holding the answer keeps its id unique
         self._observer.allocated(name, requests, time.perf_counter() - started)
         return response
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from gpuslice.fgd.frag import TaskArrays
 from gpuslice.fgd.policies.base import PolicyContext
-from gpuslice.fgd.policies.fgd import INFEASIBLE, FgdPolicy, FgdScorer, IntArray
+from gpuslice.fgd.policies.fgd import FgdPolicy, FgdScorer, IntArray
 from gpuslice.fgd.shapes import Shape
 from gpuslice.fgd.state import OpenbCluster
 
@@ -45,16 +45,25 @@ class CpuAwareFgdScorer(FgdScorer):
             return np.zeros(len(total))
         return np.maximum(0.0, total - cpu / self.kappa)
 
-    def slot_matrix(self, sids: IntArray, shape: Shape) -> IntArray:
-        delta, valid = self.slot_deltas(sids, shape)
+    def adjustments(self, rows: IntArray, shape: Shape) -> IntArray:
         st = self.states
-        rows = st.rows(sids)
         total, cpu = rows[:, st.TOTAL], rows[:, st.CPU]
         relief = self.stranded(total, cpu) - self.stranded(total - shape.gpu_request, cpu - shape.cpu)
         if not self.reward_relief:
             relief = np.minimum(relief, 0.0)
-        delta = delta + np.rint(relief * self.total_weight).astype(np.int64)[:, None]
-        return np.where(valid, np.searchsorted(self.thresholds, delta, side="right"), INFEASIBLE)
+        adjustment: IntArray = np.rint(relief * self.total_weight).astype(np.int64)
+        return adjustment
+
+    def adjustment(self, total: int, cpu: int, shape: Shape) -> int:
+        """`adjustments` for one state, in Python floats (the same IEEE operations, so the same integer)."""
+        if self.kappa <= 0:
+            return 0
+        before = max(0.0, total - cpu / self.kappa)
+        after = max(0.0, (total - shape.gpu_request) - (cpu - shape.cpu) / self.kappa)
+        relief = before - after
+        if not self.reward_relief:
+            relief = min(relief, 0.0)
+        return round(relief * self.total_weight)
 
 
 class CpuAwareFgdPolicy(FgdPolicy):
@@ -63,9 +72,8 @@ class CpuAwareFgdPolicy(FgdPolicy):
     name = "fgd-cpu"
     reward_relief = False
 
-    def __init__(self, context: PolicyContext) -> None:
-        self.cluster = context.cluster
-        self.scorer = CpuAwareFgdScorer(context.cluster, len(context.shapes), self.reward_relief)
+    def make_scorer(self, context: PolicyContext) -> FgdScorer:
+        return CpuAwareFgdScorer(context.cluster, len(context.shapes), self.reward_relief)
 
 
 class SymmetricCpuAwareFgdPolicy(CpuAwareFgdPolicy):

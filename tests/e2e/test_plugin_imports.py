@@ -1,0 +1,81 @@
+"""The plugin's start-up path imports only what the plugin needs: no numpy, plotting, simulator, NVML or
+cluster client until something uses them (each costs start-up time, and start-up time is GPUs unallocatable)."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuslice.kubelet import MockKubelet
+from tests.support.process import clean_env, finish
+
+WAIT_S = 20.0
+# top-level modules (or gpuslice packages) the device plugin must not load on its way to serving
+NOT_ON_PLUGIN_PATH = (
+    "numpy",
+    "matplotlib",
+    "pynvml",
+    "lightkube",
+    "rich",
+    "gpuslice.sim",
+    "gpuslice.fgd",
+    "gpuslice.demo",
+    "gpuslice.advise",
+    "gpuslice.labels",
+    "gpuslice.dra",
+    "gpuslice.kubelet",
+)
+NOT_ON_HELP_PATH = (*NOT_ON_PLUGIN_PATH, "grpc", "google.protobuf", "pydantic", "yaml", "gpuslice.plugin")
+
+
+def offending(modules: list[str], forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == f or m.startswith(f + ".") for f in forbidden))
+
+
+def modules_after(statement: str) -> list[str]:
+    code = f"import json, sys; {statement}; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=clean_env())
+    modules: list[str] = json.loads(done.stdout)
+    return modules
+
+
+@pytest.mark.parametrize(
+    ("statement", "forbidden"),
+    [
+        ("import gpuslice.cli.main", NOT_ON_HELP_PATH),
+        ("import gpuslice.cli.plugin_cmd", NOT_ON_PLUGIN_PATH),
+        ("import gpuslice.cli.kubelet_cmd", NOT_ON_PLUGIN_PATH[:-1]),
+    ],
+)
+def test_importing_a_command_loads_nothing_it_does_not_need(statement: str, forbidden: tuple[str, ...]) -> None:
+    modules = modules_after(statement)
+    assert statement.split()[-1] in modules  # the check can see what it looks for
+    assert offending(modules, forbidden) == []
+
+
+def test_a_running_plugin_imported_nothing_it_does_not_need(workdir: Path) -> None:
+    """Everything the process imported from its start to serving the kubelet (registered, devices listed),
+    lazy imports included; the first topology-aware preferred allocation may load numpy later."""
+    with MockKubelet(workdir, checkpoint_enabled=False) as kubelet:
+        args = ["--backend", "fake", "--node-spec", "preset:h100x4", "--kubelet-socket", str(kubelet.socket_path)]
+        process = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-m", "gpuslice", "plugin", *args],
+            env=clean_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert kubelet.wait_for(resource="nvidia.com/gpu", registered=True, allocatable=4, timeout=WAIT_S)
+        finally:
+            code, err = finish(process, signal.SIGTERM)
+    assert code == 0, err[-2000:]
+    imported = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", err, flags=re.MULTILINE)
+    assert "gpuslice.plugin.server" in imported
+    assert offending(imported, NOT_ON_PLUGIN_PATH) == []
