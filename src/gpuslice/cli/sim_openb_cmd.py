@@ -102,6 +102,14 @@ def _run(
     metavar="FILE|-",
     help="Write one record per (workload, policy, seed) to FILE, or - for stdout.",
 )
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="Write pods.csv, timeline.csv and summary.json into DIR (see docs/openb.md).",
+)
 def openb(
     workloads: str,
     policies: str,
@@ -111,6 +119,7 @@ def openb(
     jobs: int,
     trace_dir: Path | None,
     json_path: str | None,
+    out_dir: Path | None,
 ) -> None:
     """Run the FGD paper's inflation protocol and report unallocated GPUs by policy and seed."""
     started = time.perf_counter()
@@ -122,6 +131,14 @@ def openb(
         target = Path(json_path)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(records) + "\n")
+    if out_dir is not None:
+        from gpuslice.fgd.outputs import write_openb_outputs
+
+        try:
+            written = write_openb_outputs(records, out_dir, resolve_trace_dir(trace_dir))
+        except OSError as error:
+            raise click.ClickException(f"cannot write {out_dir}: {error.strerror or error}") from None
+        click.echo(f"wrote {', '.join(str(path) for path in written)}", err=True)
     from gpuslice.fgd.sweep import summary_lines
 
     for line in summary_lines(records):
