@@ -276,7 +276,8 @@ class Engine:
     def _queue_units(self, run: JobRun) -> None:
         spec = run.spec
         missing = tuple(position for position, binding in enumerate(run.bound) if binding is None)
-        if spec.gang and self.policy.all_or_nothing and len(missing) > 1:
+        # A topology constraint is about all of the job's GPUs at once, so such a job is one unit.
+        if len(missing) > 1 and ((spec.gang and self.policy.all_or_nothing) or spec.topology != "any"):
             groups = [missing]
         else:
             groups = [(position,) for position in missing]

@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 from gpuslice.gpu import Gpu
 from gpuslice.gpu.units import MILLI
 
+# Where a job's GPUs may be (JobSpec.topology): anywhere; every pod on one node; and on one node inside
+# one NVLink island of it (sim.extensions.constraints enforces them).
+TOPOLOGY_CONSTRAINTS = ("any", "same-node", "nvlink")
+
 
 class SimModelError(ValueError):
     """A pod, job or node that the simulator cannot represent; the message names it and the reason."""
@@ -66,6 +70,7 @@ class JobSpec:
 
     `gang`: the pods must all run together (distributed training); the job starts when its last pod is
     bound and pods that are bound earlier hold their GPUs idle. A non-gang job's pods run independently.
+    `topology`: one of TOPOLOGY_CONSTRAINTS; a constrained job of several pods is placed as one unit.
     """
 
     job_id: str
@@ -75,10 +80,15 @@ class JobSpec:
     priority: int = 0
     tenant: str = "default"
     gang: bool = False
+    topology: str = "any"
 
     def __post_init__(self) -> None:
         if not self.pods:
             raise SimModelError(f"job {self.job_id!r}: has no pods")
+        if self.topology not in TOPOLOGY_CONSTRAINTS:
+            raise SimModelError(
+                f"job {self.job_id!r}: topology must be one of {', '.join(TOPOLOGY_CONSTRAINTS)}, got {self.topology!r}"
+            )
         if not self.duration > 0:
             raise SimModelError(f"job {self.job_id!r}: duration must be positive, got {self.duration}")
         if not self.submit >= 0:

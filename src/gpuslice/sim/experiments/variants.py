@@ -19,9 +19,11 @@ from gpuslice.sim.core.model import SimModelError
 from gpuslice.sim.core.placement import PlacementPolicy
 from gpuslice.sim.core.queue import QueueOrder
 from gpuslice.sim.extensions.checkpoint import NEVER, Checkpointing
+from gpuslice.sim.extensions.constraints import ConstrainedPlacement
 from gpuslice.sim.extensions.drf import DrfOrder
 from gpuslice.sim.extensions.fairness import Fairness
 from gpuslice.sim.extensions.kueue import Kueue, KueueConfig
+from gpuslice.sim.extensions.nvlink import cluster_topologies
 from gpuslice.sim.extensions.orders import ORDERS
 from gpuslice.sim.extensions.preemption import Checkpoints, PreemptionConfig, Preemptor, parse_grace
 from gpuslice.sim.extensions.tiers import PLAN_NAMES, TierEngine, plan_for
@@ -128,6 +130,9 @@ def run_variant(
     listeners = _physics_listeners(trace, variant)
     policy, queue_order, extra = _build(variant, trace, order, listeners)
     listeners += extra
+    if any(job.topology != "any" for job in trace.jobs):
+        nvlink = trace.physics.nvlink
+        policy = ConstrainedPlacement(policy, nvlink.topologies if nvlink else cluster_topologies(trace.cluster))
     engine = Engine(trace.cluster, trace.jobs, policy, queue_order, config, progress=progress, trace_name=trace.name)
     for listener in listeners:
         engine.add_listener(listener)

@@ -10,7 +10,9 @@
 One row is `pods` identical pods of job `job_id`; more rows with the same job_id add pods of another
 shape to that job (their job-level columns must agree). Required columns: job_id, submit, duration,
 pods, gpu. The others default to cpu_milli 1000, memory_mib 1024, priority 0, tenant "default",
-gang false, gpu_model empty (any model). Times are seconds; `gpu` is GPUs per pod (0.5 = half a GPU).
+gang false, gpu_model empty (any model), topology `any` (or `same-node`: every pod on one node;
+`nvlink`: on one node inside one NVLink island). Times are seconds; `gpu` is GPUs per pod (0.5 = half a
+GPU). A `# topology: <preset>|auto` header gives every node that GPU topology (csv_physics).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import TextIO
 
 from gpuslice.fsutil.textread import InputFileError, iter_text_lines
 from gpuslice.sim.core.clusters import parse_cluster
-from gpuslice.sim.core.model import ClusterSpec, JobSpec, PodSpec, SimModelError
+from gpuslice.sim.core.model import TOPOLOGY_CONSTRAINTS, ClusterSpec, JobSpec, PodSpec, SimModelError
 from gpuslice.sim.traces.csv_physics import PHYSICS_COLUMNS, PhysicsColumns, physics_cells, physics_columns
 from gpuslice.sim.traces.trace import Trace, TraceError
 
@@ -42,6 +44,7 @@ COLUMNS = (
     "tenant",
     "gang",
     "gpu_model",
+    "topology",
     *PHYSICS_COLUMNS,
 )
 REQUIRED = ("job_id", "submit", "duration", "pods", "gpu")
@@ -64,6 +67,7 @@ class _PendingJob:
     priority: int
     tenant: str
     gang: bool
+    topology: str
     pods: list[PodSpec] = field(default_factory=list)
 
 
@@ -121,7 +125,7 @@ def _parse_lines(lines: Iterable[tuple[int, str]], source: str, default_name: st
         raise TraceError(f"{source}: no CSV header row and no jobs")
     try:
         specs = tuple(
-            JobSpec(job_id, job.submit, job.duration, tuple(job.pods), job.priority, job.tenant, job.gang)
+            JobSpec(job_id, job.submit, job.duration, tuple(job.pods), job.priority, job.tenant, job.gang, job.topology)
             for job_id, job in jobs.items()
         )
     except SimModelError as exc:
@@ -132,7 +136,7 @@ def _parse_lines(lines: Iterable[tuple[int, str]], source: str, default_name: st
         jobs=specs,
         description=headers.get("description", ""),
         cluster_text=headers["cluster"],
-        physics=physics.physics(headers, source),
+        physics=physics.physics(headers, source, cluster, any(job.topology != "any" for job in specs)),
     )
 
 
@@ -175,6 +179,11 @@ def _add_row(jobs: dict[str, _PendingJob], row: dict[str, str], where: str, numb
         raise TraceError(f"{where}: gang: must be true or false, got {row['gang']!r}")
     priority = _int(row, "priority", where, default=0)
     tenant = row.get("tenant") or "default"
+    topology = row.get("topology", "").lower() or "any"
+    if topology not in TOPOLOGY_CONSTRAINTS:
+        raise TraceError(
+            f"{where}: topology: must be one of {', '.join(TOPOLOGY_CONSTRAINTS)}, got {row['topology']!r}"
+        )
     try:
         pod = PodSpec.of(
             _float(row, "gpu", where),
@@ -186,13 +195,14 @@ def _add_row(jobs: dict[str, _PendingJob], row: dict[str, str], where: str, numb
         raise TraceError(f"{where}: {exc}") from exc
     job = jobs.get(job_id)
     if job is None:
-        job = jobs[job_id] = _PendingJob(number, submit, duration, priority, tenant, gang_text in _TRUE)
-    elif (job.submit, job.duration, job.priority, job.tenant, job.gang) != (
+        job = jobs[job_id] = _PendingJob(number, submit, duration, priority, tenant, gang_text in _TRUE, topology)
+    elif (job.submit, job.duration, job.priority, job.tenant, job.gang, job.topology) != (
         submit,
         duration,
         priority,
         tenant,
         gang_text in _TRUE,
+        topology,
     ):
         raise TraceError(f"{where}: job {job_id!r} already began on line {job.line} with other job-level values")
     job.pods.extend([pod] * pods)
@@ -241,9 +251,16 @@ def write_trace(trace: Trace, stream: TextIO) -> None:
     costs = trace.physics.checkpoints
     if costs is not None:
         stream.write(f"# checkpoint_save: {_text(costs.save)}\n# checkpoint_restore: {_text(costs.restore)}\n")
+    nvlink = trace.physics.nvlink
+    if nvlink is not None and nvlink.preset:
+        stream.write(f"# topology: {nvlink.preset}\n")
+        stream.write(
+            f"# split_penalty: {_text(nvlink.penalties.split)}\n# node_penalty: {_text(nvlink.penalties.node)}\n"
+        )
+    constrained = any(job.topology != "any" for job in trace.jobs)
     extra = physics_columns(trace)
     writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow((*COLUMNS[: COLUMNS.index(PHYSICS_COLUMNS[0])], *extra))
+    writer.writerow((*COLUMNS[: COLUMNS.index("gpu_model") + 1], *(["topology"] if constrained else []), *extra))
     for job in trace.jobs:
         groups: list[tuple[PodSpec, int]] = []
         for pod in job.pods:
@@ -265,6 +282,7 @@ def write_trace(trace: Trace, stream: TextIO) -> None:
                     job.tenant,
                     str(job.gang).lower(),
                     pod.gpu_model or "",
+                    *([job.topology] if constrained else []),
                     *physics_cells(trace, job.job_id, job.tenant, extra),
                 )
             )

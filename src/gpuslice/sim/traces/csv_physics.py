@@ -10,6 +10,13 @@ Each column that the header row names attaches its extension to every run of the
 - `gpu_memory_mib`: the GPU memory a fractional job needs (> 0; empty: its share of the GPU's memory). A
   trace with this column runs on the sharing tiers, whose variants are the sharing plans.
 
+Headers for the NVLink model (TracePhysics.nvlink, the TopologyPenalty listener; `nvlink-aware` uses the
+topologies): `# topology: <preset>` gives every node that GPU topology preset (dgx-h100, dgx1-v100, ... as
+`gpuslice.topology` names them; the node's GPU count must match), `# topology: auto` the preset its GPU
+model suggests (8-GPU V100/A100/H100/H200 nodes: their DGX board; others: PCIe only).
+`# split_penalty:` and `# node_penalty:` set the slowdowns (default 0.3 and 0.4). The `topology` column's
+constraints need no header (without one, nodes get the `auto` topologies) but do not run on the sharing tiers.
+
 Job-level values must agree on every row of a job; errors name the file, the line and the column.
 """
 
@@ -19,13 +26,17 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
+from gpuslice.sim.core.model import ClusterSpec
 from gpuslice.sim.extensions.checkpoint import NEVER, Checkpointing
-from gpuslice.sim.traces.trace import CheckpointCosts, Trace, TraceError, TracePhysics
+from gpuslice.sim.extensions.nvlink import Penalties, cluster_topologies
+from gpuslice.sim.traces.trace import CheckpointCosts, NvlinkLinks, Trace, TraceError, TracePhysics
+from gpuslice.topology import PRESET_NAMES, UnknownPreset, preset_topology
 
 PHYSICS_COLUMNS = ("tenant_weight", "checkpoint_interval", "gpu_memory_mib")
 MAX_WEIGHT = 1e6
 MAX_INTERVAL = 10 * 365 * 86_400  # seconds, as the trace's other times
 MAX_GPU_MEMORY_MIB = 1 << 24  # 16 TiB: more than any GPU has
+MAX_PENALTY = 100.0  # a job 101 times slower: beyond any real interconnect
 DEFAULT_COSTS = CheckpointCosts()
 V = TypeVar("V")
 
@@ -54,7 +65,9 @@ class PhysicsColumns:
             memory = None if not text else _whole(text, "gpu_memory_mib", where, MAX_GPU_MEMORY_MIB)
             _agree(self.memory, job_id, memory, f"job {job_id!r}", "gpu_memory_mib", where, number)
 
-    def physics(self, headers: Mapping[str, str], source: str) -> TracePhysics:
+    def physics(self, headers: Mapping[str, str], source: str, cluster: ClusterSpec, constrained: bool) -> TracePhysics:
+        if "gpu_memory_mib" in self.present and (constrained or "topology" in headers):
+            raise TraceError(f"{source}: topology constraints and the NVLink model do not run on the sharing tiers")
         checkpoints = None
         if "checkpoint_interval" in self.present:
             save = _header_seconds(headers, "checkpoint_save", DEFAULT_COSTS.save, source)
@@ -70,7 +83,28 @@ class PhysicsColumns:
             checkpoints=checkpoints,
             tenant_weights=weights if "tenant_weight" in self.present else None,
             gpu_memory=memory if "gpu_memory_mib" in self.present else None,
+            nvlink=_nvlink(headers, source, cluster),
         )
+
+
+def _nvlink(headers: Mapping[str, str], source: str, cluster: ClusterSpec) -> NvlinkLinks | None:
+    preset = headers.get("topology")
+    if preset is None:
+        return None
+    if preset == "auto":
+        topologies = cluster_topologies(cluster)
+    elif preset not in PRESET_NAMES:
+        raise TraceError(f"{source}: header topology: {preset!r} is not auto or one of {', '.join(PRESET_NAMES)}")
+    else:
+        try:
+            topologies = tuple(preset_topology(preset, node.gpus) for node in cluster.nodes)
+        except UnknownPreset as exc:
+            raise TraceError(f"{source}: header topology: {exc}") from None
+    penalties = Penalties(
+        _header_number(headers, "split_penalty", Penalties.split, source, MAX_PENALTY),
+        _header_number(headers, "node_penalty", Penalties.node, source, MAX_PENALTY),
+    )
+    return NvlinkLinks(topologies, penalties, preset)
 
 
 def _agree(seen: dict[str, tuple[V, int]], key: str, value: V, what: str, column: str, where: str, number: int) -> None:
@@ -102,15 +136,21 @@ def _whole(text: str, column: str, where: str, limit: int) -> int:
 
 
 def _header_seconds(headers: Mapping[str, str], key: str, default: float, source: str) -> float:
+    return _header_number(headers, key, default, source, MAX_INTERVAL, " seconds")
+
+
+def _header_number(
+    headers: Mapping[str, str], key: str, default: float, source: str, limit: float, unit: str = ""
+) -> float:
     text = headers.get(key)
     if text is None:
         return default
     try:
         value = float(text)
     except ValueError:
-        raise TraceError(f"{source}: header {key}: not a number of seconds: {text!r}") from None
-    if not (math.isfinite(value) and 0 <= value <= MAX_INTERVAL):
-        raise TraceError(f"{source}: header {key}: must be 0 to {MAX_INTERVAL} seconds, got {text!r}")
+        raise TraceError(f"{source}: header {key}: not a number{' of' + unit if unit else ''}: {text!r}") from None
+    if not (math.isfinite(value) and 0 <= value <= limit):
+        raise TraceError(f"{source}: header {key}: must be 0 to {limit:g}{unit}, got {text!r}")
     return value
 
 

@@ -26,6 +26,7 @@ class NvlinkLinks:
 
     topologies: tuple[Topology, ...] = ()
     penalties: Penalties = field(default_factory=Penalties)
+    preset: str = ""  # the `# topology:` header it was built from (written back to CSV); empty: built in code
 
 
 @dataclass(frozen=True)
