@@ -286,11 +286,14 @@ class Engine:
             self.queue.push(Unit(spec, run.seq, group, pods, run.epoch))
 
     def _fits_on_empty_cluster(self, spec: JobSpec) -> bool:
-        """Reject what could never run: a pod no node can hold, or a gang the empty cluster cannot hold at once."""
-        key = (spec.pods, spec.gang)
+        """Reject what could never run: a pod no node can hold, a gang the empty cluster cannot hold at once, or a
+        constrained job no GPU group of the empty cluster can hold."""
+        key = (spec.pods, spec.gang, spec.topology)
         known = self._fits_empty.get(key)
         if known is None:
-            if spec.gang and len(spec.pods) > 1:
+            if spec.topology != "any":  # only the policy knows the constraint's GPU groups
+                known = self.policy.place(spec.pods, spec, self.state.fresh()) is not None
+            elif spec.gang and len(spec.pods) > 1:
                 known = place_all(spec.pods, self.state.fresh(), first_fitting) is not None
             else:
                 known = all(self.state.fits_empty(pod) for pod in spec.pods)
