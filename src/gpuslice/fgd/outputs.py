@@ -16,7 +16,7 @@ from gpuslice.fgd.sweep import workload
 from gpuslice.gpu.units import MILLI
 
 Record = dict[str, Any]
-POD_COLUMNS = (
+PLACEMENT_COLUMNS = (
     "workload",
     "policy",
     "seed",
@@ -31,7 +31,7 @@ POD_COLUMNS = (
     "arrived_gpus",
     "allocated_gpus",
 )
-TIMELINE_COLUMNS = (
+ARRIVED_TIMELINE_COLUMNS = (
     "workload",
     "policy",
     "seed",
@@ -112,13 +112,13 @@ def write_openb_outputs(records: Sequence[Record], folder: str | Path, trace_dir
     pods, timeline, summary = target / "pods.csv", target / "timeline.csv", target / "summary.json"
     with pods.open("w", newline="") as stream:
         writer = csv.writer(stream, lineterminator="\n")
-        writer.writerow(POD_COLUMNS)
+        writer.writerow(PLACEMENT_COLUMNS)
         for record in records:
             loaded = workload(record["workload"], trace_dir)
             writer.writerows(placement_rows(loaded, record["policy"], record["seed"], record["ratio"]))
     with timeline.open("w", newline="") as stream:
         writer = csv.writer(stream, lineterminator="\n")
-        writer.writerow(TIMELINE_COLUMNS)
+        writer.writerow(ARRIVED_TIMELINE_COLUMNS)
         for record in records:
             writer.writerows(timeline_rows(record))
     summary.write_text(json.dumps(list(records), indent=1) + "\n")
