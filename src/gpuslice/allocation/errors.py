@@ -41,11 +41,6 @@ class IdTooLong(AllocationError):
         super().__init__(resource, detail, device)
 
 
-class DuplicateDevice(AllocationError):
-    def __init__(self, resource: str, device: str) -> None:
-        super().__init__(resource, f"duplicate device: {shown(device)}", device)
-
-
 class UnknownDevice(AllocationError):
     def __init__(self, resource: str, device: str, hint: str = "") -> None:
         super().__init__(resource, f"unknown device: {shown(device)}{hint}", device)
