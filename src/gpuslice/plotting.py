@@ -14,10 +14,11 @@ if TYPE_CHECKING:
 
 @contextmanager
 def figure_file(
-    path: str | Path, columns: int = 1, size: tuple[float, float] = (13, 4.8)
+    path: str | Path, columns: int = 1, size: tuple[float, float] = (13, 4.8), bottom: float = 0.0
 ) -> Iterator[tuple[Figure, list[Axes]]]:
     """Yield a figure with `columns` axes side by side; on leaving, lay it out and write it to `path`
-    (parent folders created, 110 dpi, format from the suffix). The figure is closed either way."""
+    (parent folders created, 110 dpi, format from the suffix). The figure is closed either way.
+    `bottom` keeps that fraction of the height free below the axes (for a figure legend off the data)."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display: figures only ever go to files
@@ -26,7 +27,7 @@ def figure_file(
     figure, grid = plt.subplots(1, columns, figsize=size, squeeze=False)
     try:
         yield figure, list(grid[0])
-        figure.tight_layout()
+        figure.tight_layout(rect=(0, bottom, 1, 1))
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         figure.savefig(target, dpi=110)

@@ -16,7 +16,7 @@ import grpc
 import pytest
 
 from gpuslice.kubelet import MockKubelet
-from gpuslice.plugin.lifecycle import run_until_signalled
+from gpuslice.signal_loop import run_until_signalled
 from gpuslice.wire import deviceplugin_grpc, deviceplugin_pb2
 from tests.support.process import finish, plugin_process, reap
 from tests.support.stack import TIME_SLICED_4, Stack, start_stack

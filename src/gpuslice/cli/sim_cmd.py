@@ -8,7 +8,9 @@ from gpuslice.cli.lazy import LazyGroup
 
 SIM_SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("gpuslice.cli.sim_compare_cmd:compare", "Compare placement policies on a trace."),
+    "lab": ("gpuslice.cli.sim_lab_cmd:lab", "The lab's run: the comparison table and the built-in checks, PASS/FAIL."),
     "openb": ("gpuslice.cli.sim_openb_cmd:openb", "Run the FGD paper's protocol on the Alibaba openb trace."),
+    "openb-replay": ("gpuslice.cli.sim_replay_cmd:openb_replay", "Replay openb in real time with a FIFO queue."),
     "openb-report": ("gpuslice.cli.sim_openb_cmd:openb_report", "Our openb table beside the published one."),
 }
 

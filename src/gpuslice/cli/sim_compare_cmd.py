@@ -5,10 +5,11 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
+from gpuslice.cli.sim_options import load_trace_option, policy_names, resolve_seeds, write_out_dir
 from gpuslice.sim.core.engine import SimConfig
 from gpuslice.sim.core.model import SimModelError
 from gpuslice.sim.experiments.compare import DEFAULT_POLICIES
-from gpuslice.sim.experiments.compare import compare as run_comparison
+from gpuslice.sim.experiments.seeds import run_seeds
 from gpuslice.sim.experiments.variants import check_variant, default_policies
 from gpuslice.sim.extensions.orders import ORDERS
 from gpuslice.sim.policies import POLICIES
@@ -19,14 +20,14 @@ from gpuslice.sim.report.extension_tables import (
     plot_extension,
 )
 from gpuslice.sim.report.tables import (
-    comparison_table,
-    markdown_tables,
     plot_comparison,
     progress_bar,
+    sweep_markdown,
+    sweep_table,
     wait_by_size_table,
-    write_json,
+    write_sweep_json,
 )
-from gpuslice.sim.traces import TRACES, TraceError, resolve_trace
+from gpuslice.sim.traces import TRACES
 
 
 @click.command()
@@ -46,9 +47,33 @@ from gpuslice.sim.traces import TRACES, TraceError, resolve_trace
         f"Default: the trace's own list, else {','.join(DEFAULT_POLICIES)}."
     ),
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seeds the trace generator and the engine.")
+@click.option(
+    "--policy",
+    "policy_refs",
+    multiple=True,
+    metavar="MODULE:NAME|ENTRY",
+    help="Also run your own policy class (module:Name, or an installed gpuslice.sim.policies entry point). Repeatable.",
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seeds the trace and the engine."
+)
+@click.option("--seeds", "seed_list", metavar="LIST", help="Several seeds (0-4, 1,3,9): every figure as mean ± sd.")
 @click.option("--json", "json_target", metavar="FILE|-", help="Write the results as JSON ('-' for stdout).")
-@click.option("--plot", "plot_path", metavar="FILE.png", help="Draw utilization over time and the wait distribution.")
+@click.option(
+    "--plot", "plot_path", metavar="FILE.png", help="Draw utilization and stranded GPUs over time, and waits."
+)
+@click.option(
+    "--out",
+    "out_dir",
+    metavar="DIR",
+    help="Write jobs.csv (per job and attempt), timeline.csv (fixed-step samples) and summary.json into DIR.",
+)
+@click.option(
+    "--step",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Sampling step of timeline.csv in seconds [default: the run's span / 1000].",
+)
 @click.option(
     "--cross-island-penalty",
     type=click.FloatRange(min=0),
@@ -62,25 +87,22 @@ from gpuslice.sim.traces import TRACES, TraceError, resolve_trace
 def compare(
     trace_ref: str,
     policies: str | None,
+    policy_refs: tuple[str, ...],
     seed: int,
+    seed_list: str | None,
     json_target: str | None,
     plot_path: str | None,
+    out_dir: str | None,
+    step: float | None,
     cross_island_penalty: float,
     queue_order: str,
     by_size: bool,
     markdown: bool,
 ) -> None:
     """Compare placement policies on a trace: utilization, waits, stranded GPUs, deadlocks."""
-    try:
-        trace = resolve_trace(trace_ref, seed)
-    except (TraceError, SimModelError) as exc:
-        raise click.BadParameter(str(exc), param_hint="--trace") from exc
-    if policies is None:
-        names = list(default_policies(trace.name) or DEFAULT_POLICIES)
-    else:
-        names = [name.strip() for name in policies.split(",") if name.strip()]
-    if not names:
-        raise click.BadParameter("no policy given", param_hint="--policies")
+    seeds = resolve_seeds(seed, seed_list)
+    trace = load_trace_option(trace_ref, seeds[0])
+    names = policy_names(policies, policy_refs, default_policies(trace.name) or DEFAULT_POLICIES)
     for name in names:
         try:
             check_variant(name, trace)
@@ -91,23 +113,27 @@ def compare(
     if not console.is_terminal:
         console.width = max(console.width, 160)  # logs and pipes: do not fold the table
     status = Console(stderr=True)
-    config = SimConfig(cross_island_penalty=cross_island_penalty, seed=seed)
-    with progress_bar(status, len(trace.jobs), len(names)) as progress:
-        comparison = run_comparison(trace, names, config, queue_order, progress)
+    with progress_bar(status, len(trace.jobs) * len(seeds), len(names)) as progress:
+        sweep = run_seeds(trace_ref, names, seeds, cross_island_penalty, queue_order, progress)
+    comparison = sweep.first
     if markdown:
-        text = markdown_tables(comparison, by_size) + extension_markdown(comparison)
+        text = sweep_markdown(sweep, by_size) + extension_markdown(comparison)
         console.print(text, markup=False, highlight=False, soft_wrap=True)
     else:
-        console.print(comparison_table(comparison))
+        console.print(sweep_table(sweep))
         if by_size:
             console.print(wait_by_size_table(comparison))
         for table in extension_tables(comparison):
             console.print(table)
+    if len(seeds) > 1 and (by_size or extension_tables(comparison) or plot_path):
+        status.print(f"the wait-by-size and extension tables and the plot are of the first seed ({seeds[0]})")
     if json_target:
-        write_json(comparison, json_target)
+        write_sweep_json(sweep, json_target)
     if plot_path:
         if has_extension_plot(comparison):
             plot_extension(comparison, plot_path)
         else:
             plot_comparison(comparison, plot_path)
         status.print(f"plot written to {plot_path}")
+    if out_dir:
+        write_out_dir(sweep, out_dir, step, status)

@@ -29,6 +29,13 @@ def _sweep_options(default_policies: str) -> Callable[[F], F]:
                 help="Pod list(s): default, cpu050, gpushare40, ... comma-separated, or 'all'.",
             ),
             click.option("--policies", default=default_policies, show_default=True, help="Comma-separated policies."),
+            click.option(
+                "--policy",
+                "policy_refs",
+                multiple=True,
+                metavar="MODULE:NAME|ENTRY",
+                help="Also run your own policy class (module:Name or a gpuslice.fgd.policies entry point). Repeatable.",
+            ),
             click.option("--seeds", default="42-51", show_default=True, help="Seeds: 42-51, 42,44 or 7."),
             click.option(
                 "--ratio",
@@ -52,11 +59,23 @@ def _sweep_options(default_policies: str) -> Callable[[F], F]:
     return decorate
 
 
-def _run(workloads: str, policies: str, seeds: str, ratio: float, jobs: int, trace_dir: Path | None) -> list[Any]:
+def _run(
+    workloads: str,
+    policies: str,
+    policy_refs: tuple[str, ...],
+    seeds: str,
+    ratio: float,
+    jobs: int,
+    trace_dir: Path | None,
+) -> list[Any]:
+    from gpuslice.fgd.policies import FACTORIES
+    from gpuslice.fgd.policies.loader import register_openb_policy
     from gpuslice.fgd.sweep import parse_policies, parse_seeds, progress_line, run_sweep
 
     try:
+        users = [register_openb_policy(reference, FACTORIES) for reference in policy_refs]
         chosen_policies, chosen_seeds = parse_policies(policies), parse_seeds(seeds)  # option errors first
+        chosen_policies += [name for name in users if name not in chosen_policies]
         folder = resolve_trace_dir(trace_dir)
         names = list_workloads(folder) if workloads == "all" else [w.strip() for w in workloads.split(",") if w.strip()]
         return run_sweep(
@@ -84,11 +103,18 @@ def _run(workloads: str, policies: str, seeds: str, ratio: float, jobs: int, tra
     help="Write one record per (workload, policy, seed) to FILE, or - for stdout.",
 )
 def openb(
-    workloads: str, policies: str, seeds: str, ratio: float, jobs: int, trace_dir: Path | None, json_path: str | None
+    workloads: str,
+    policies: str,
+    policy_refs: tuple[str, ...],
+    seeds: str,
+    ratio: float,
+    jobs: int,
+    trace_dir: Path | None,
+    json_path: str | None,
 ) -> None:
     """Run the FGD paper's inflation protocol and report unallocated GPUs by policy and seed."""
     started = time.perf_counter()
-    records = _run(workloads, policies, seeds, ratio, jobs, trace_dir)
+    records = _run(workloads, policies, policy_refs, seeds, ratio, jobs, trace_dir)
     if json_path == "-":
         json.dump(records, sys.stdout)
         sys.stdout.write("\n")
@@ -118,6 +144,7 @@ def openb(
 def openb_report(
     workloads: str,
     policies: str,
+    policy_refs: tuple[str, ...],
     seeds: str,
     ratio: float,
     jobs: int,
@@ -140,7 +167,7 @@ def openb_report(
                 f"{json_path} holds no records (expected the list written by `sim openb --json`)"
             )
     else:
-        records = _run(workloads, policies, seeds, ratio, jobs, trace_dir)
+        records = _run(workloads, policies, policy_refs, seeds, ratio, jobs, trace_dir)
     console = Console()
     if not console.is_terminal:  # files and pipes get the whole table, not an 80-column squeeze
         console = Console(width=220)

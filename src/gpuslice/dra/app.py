@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 
 from gpuslice.allocation.cdi_driver import driver_edits
 from gpuslice.allocation.cdi_specs import CdiSettings
@@ -42,6 +40,7 @@ from gpuslice.health import xid_policy_from_env
 from gpuslice.health.loop import build_health_loop
 from gpuslice.mps import CommandControl, MpsControl
 from gpuslice.sharing import HealthStore
+from gpuslice.signal_loop import run_until_signalled
 
 log = logging.getLogger("gpuslice.dra")
 
@@ -252,29 +251,5 @@ class DraApp:
                     log.warning("could not delete our ResourceSlices: %s", exc)
 
     def run_until_signalled(self, ready: Callable[[], None] | None = None) -> signal.Signals:
-        """Start, wait for SIGTERM or SIGINT (through a wakeup pipe), stop. Must run on the main thread."""
-        read_fd, write_fd = os.pipe()
-        os.set_blocking(write_fd, False)
-        previous_fd = signal.set_wakeup_fd(write_fd)
-        previous = {sig: signal.signal(sig, _note_signal) for sig in DRA_STOP_SIGNALS}
-        try:
-            self.start()
-            if ready is not None:
-                ready()
-            while True:
-                for number in os.read(read_fd, 64):
-                    sig = signal.Signals(number)
-                    if sig in DRA_STOP_SIGNALS:
-                        log.info("received %s, shutting down", sig.name)
-                        return sig
-        finally:
-            self.stop()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-            signal.set_wakeup_fd(previous_fd)
-            os.close(read_fd)
-            os.close(write_fd)
-
-
-def _note_signal(signum: int, frame: FrameType | None) -> None:
-    """Nothing to do here: the signal number reaches the main loop through the wakeup pipe."""
+        """Start, wait for SIGTERM or SIGINT, stop. Must run on the main thread."""
+        return run_until_signalled(self, ready, stop_signals=DRA_STOP_SIGNALS)

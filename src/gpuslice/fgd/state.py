@@ -218,6 +218,29 @@ class OpenbCluster:
         self.state[node] = sid
         self.allocated_milli += gpu_milli * len(gpu_ids)
 
+    def release(self, node: int, gpu_ids: Sequence[int], cpu: int, memory: int, gpu_milli: int) -> None:
+        """Give back what `bind` took (a departing pod, in the real-time replay)."""
+        row = self.gpu_rows[node]
+        for gpu in gpu_ids:
+            if row[gpu] + gpu_milli > MILLI:
+                raise ValueError(f"node {self.names[node]} GPU {gpu}: releasing {gpu_milli} milli would exceed {MILLI}")
+            row[gpu] += gpu_milli
+        self.cpu_list[node] += cpu
+        self.memory_list[node] += memory
+        self.cpu[node] = self.cpu_list[node]
+        self.memory[node] = self.memory_list[node]
+        if gpu_ids:
+            ordered = sorted(row, reverse=True)
+            self.gpu_free[node] = row
+            self.gpu_sorted[node] = ordered
+            self.free_total[node] = sum(row)
+            self.full_count[node] = row.count(MILLI)
+            self.sorted_keys[node] = tuple(ordered)
+        sid = self.states.intern(self.model_list[node], self.cpu_list[node], self.sorted_keys[node])
+        self.state_list[node] = sid
+        self.state[node] = sid
+        self.allocated_milli -= gpu_milli * len(gpu_ids)
+
     def fragment_weighted(self) -> int:
         """Σ_n Σ_m w_m F_n(m) over all nodes now."""
         return int(self.states.frag(self.state).sum())

@@ -17,7 +17,7 @@ from gpuslice.gpu import Node
 from gpuslice.mps import MpsControl
 from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
 from gpuslice.plugin.kubelet_watch import KUBELET_POLL_S
-from gpuslice.plugin.lifecycle import PluginRuntime, build_runtime, run_until_signalled
+from gpuslice.plugin.lifecycle import PluginRuntime, build_runtime
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.metrics import PluginMetrics
 from gpuslice.plugin.pod_resources_watch import ADMISSION_GRACE_S, RELEASE_POLL_S, pod_resources_socket
@@ -28,6 +28,7 @@ from gpuslice.plugin.service import PluginObserver
 from gpuslice.plugin.upkeep import NodeUpkeep, ServedConfig, compat_options, served_config
 from gpuslice.sharing import SharingPlan
 from gpuslice.sharing.dynamic.checkpoint import FILE_NAME as MIG_CHECKPOINT_FILE
+from gpuslice.signal_loop import run_until_signalled
 from gpuslice.wire import DEFAULT_KUBELET_SOCKET
 
 log = logging.getLogger("gpuslice.plugin")

@@ -94,6 +94,7 @@ class ClusteringPolicy(_BestFitGpuPolicy):
         classes = sorted({s.cluster_class for s in context.shapes if s.cluster_class})
         self.class_bit = {name: 1 << i for i, name in enumerate(classes)}
         self.node_classes = np.zeros(self.cluster.n, dtype=np.int64)
+        self.hosted: dict[tuple[int, str], int] = {}  # (node, class) -> pods of that class on the node
 
     def place(self, shape: Shape, memory: int) -> Placement | None:
         if shape.num_gpu == 0:  # every node scores 0: the first feasible node in tie order
@@ -114,6 +115,17 @@ class ClusteringPolicy(_BestFitGpuPolicy):
     def bound(self, placement: Placement, shape: Shape) -> None:
         if shape.num_gpu:
             self.node_classes[placement.node] |= self.class_bit[shape.cluster_class]
+            key = (placement.node, shape.cluster_class)
+            self.hosted[key] = self.hosted.get(key, 0) + 1
+
+    def released(self, placement: Placement, shape: Shape) -> None:
+        """A pod left (real-time replay): the node stops hosting its class when no pod of the class is left."""
+        if shape.num_gpu:
+            key = (placement.node, shape.cluster_class)
+            self.hosted[key] -= 1
+            if not self.hosted[key]:
+                del self.hosted[key]
+                self.node_classes[placement.node] &= ~self.class_bit[shape.cluster_class]
 
 
 class PackingPolicy(_BestFitGpuPolicy):

@@ -16,7 +16,7 @@ from gpuslice.sim.core.metrics import PendingDemand, SimResult, Timeline, strand
 from gpuslice.sim.core.model import ClusterSpec, JobSpec, PodSpec
 from gpuslice.sim.core.placement import PlacementPolicy, first_fitting, place_all
 from gpuslice.sim.core.queue import PendingQueue, PriorityOrder, QueueOrder, Unit
-from gpuslice.sim.core.runs import JobRun, JobStatus
+from gpuslice.sim.core.runs import Attempt, JobRun, JobStatus
 from gpuslice.sim.core.sections import ReportSection
 
 _SUBMIT, _FINISH, _TIMER = 0, 1, 2
@@ -125,6 +125,7 @@ class Engine:
         self.useful_gpus = 0.0
         self.timeline = Timeline()
         self.deadlocks = 0
+        self.waiting_jobs = 0  # admitted jobs not yet running (the queue length in jobs), for the timeline
         self.holders: dict[int, JobRun] = {}  # gang jobs holding some but not all pods
         self.deadlocked: dict[int, JobRun] = {}
         self._holders_grew = False
@@ -160,6 +161,11 @@ class Engine:
         for position, binding in enumerate(run.bound):
             if binding is not None:
                 self._unbind(run, position)
+        if run.status in (JobStatus.RUNNING, JobStatus.DEADLOCKED):
+            self.waiting_jobs += 1
+        run.attempts.append(Attempt(run.first_start, self.now, tuple(run.placement)))
+        run.placement = [None] * len(run.bound)
+        run.first_start = None
         run.epoch += 1  # voids its pending finish events and queued units
         run.evictions += 1
         run.start_time = None
@@ -189,6 +195,8 @@ class Engine:
     def settle(self, run: JobRun, status: JobStatus) -> None:
         """End a job that will never run (e.g. deactivated by a backoff limit); drops its queued units."""
         self.queue.remove(lambda unit: unit.seq == run.seq)
+        if run.status is JobStatus.WAITING:
+            self.waiting_jobs -= 1
         run.status = status
         self._settled += 1
 
@@ -214,6 +222,7 @@ class Engine:
             self.deadlocks,
             extras,
             sections,
+            tuple(node.name for node in self.cluster.nodes),
         )
 
     def _apply(self, kind: int, payload: Any) -> None:
@@ -229,7 +238,9 @@ class Engine:
         if self._holders_grew:
             self._detect_deadlocks()
         stranded = stranded_gpus(self.state, self._demand()) if len(self.queue) else 0.0
-        self.timeline.record(self.now, self.busy_milli / MILLI, self.useful_gpus, self.held_milli / MILLI, stranded)
+        self.timeline.record(
+            self.now, self.busy_milli / MILLI, self.useful_gpus, self.held_milli / MILLI, stranded, self.waiting_jobs
+        )
         if self._observer is not None:
             self._observer(self)
         for listener in self.listeners:
@@ -251,6 +262,7 @@ class Engine:
             run.status = JobStatus.REJECTED
             self._settled += 1
         else:
+            self.waiting_jobs += 1
             self._enqueue(run)
         for listener in self.listeners:
             listener.on_submit(self, run)
@@ -320,14 +332,18 @@ class Engine:
         for listener in self.listeners:
             listener.before_start(self, run, positions)
         run.slowdown = slowdown
+        if run.first_start is None:
+            run.first_start = self.now
         for position in positions:
             run.pod_start[position] = self.now
+            run.placement[position] = run.bound[position]
             self.busy_milli += _milli(run.spec.pods[position])
             self.useful_gpus += run.spec.pods[position].gpus / slowdown
         run.started_pods += len(positions)
         if run.started_pods == len(run.bound):
             run.start_time = self.now
             run.status = JobStatus.RUNNING
+            self.waiting_jobs -= 1
         self._loop.push(self.now + run.spec.duration * slowdown, _FINISH, (run, positions, run.epoch))
         for listener in self.listeners:
             listener.on_start(self, run, positions)
@@ -380,6 +396,7 @@ class Engine:
         for run in stuck:
             run.status = JobStatus.DEADLOCKED
             run.deadlocked_at = self.now
+            self.waiting_jobs -= 1
             self.holders.pop(run.seq, None)
             self.deadlocked[run.seq] = run
             self._settled += 1

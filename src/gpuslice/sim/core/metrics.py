@@ -27,16 +27,19 @@ class Timeline:
         self.useful: list[float] = []  # the same, each divided by its job's cross-island slowdown
         self.held: list[float] = []  # GPUs bound to pods (running, or held by a waiting gang)
         self.stranded: list[float] = []  # see stranded_gpus
+        self.queued: list[int] = []  # jobs submitted and admitted that wait for a pod to start
 
-    def record(self, time: float, busy: float, useful: float, held: float, stranded: float) -> None:
+    def record(self, time: float, busy: float, useful: float, held: float, stranded: float, queued: int = 0) -> None:
         if self.times and self.times[-1] == time:
             self.busy[-1], self.useful[-1], self.held[-1], self.stranded[-1] = busy, useful, held, stranded
+            self.queued[-1] = queued
             return
         self.times.append(time)
         self.busy.append(busy)
         self.useful.append(useful)
         self.held.append(held)
         self.stranded.append(stranded)
+        self.queued.append(queued)
 
     def mean(self, series: Sequence[float], start: float, end: float) -> float:
         """Time-weighted mean of `series` over [start, end] (0 for an empty window)."""
@@ -135,6 +138,15 @@ class SimResult:
     waits: FloatArray = field(repr=False)
     extras: dict[str, Any] = field(default_factory=dict)  # the attached extensions' metrics
     sections: tuple[ReportSection, ...] = ()  # the attached extensions' report sections
+    jobs_started: int = 0  # jobs whose pods all started at least once (the waits are theirs)
+    runs: tuple[JobRun, ...] = field(default=(), repr=False)  # per-job records for jobs.csv
+    timeline: Timeline = field(default_factory=Timeline, repr=False)  # the step series for timeline.csv
+    node_names: tuple[str, ...] = field(default=(), repr=False)  # node index -> name, for jobs.csv
+
+    @property
+    def jobs_unfinished(self) -> int:
+        """Jobs admitted that never completed: still waiting or running when the run ended, or deadlocked."""
+        return self.jobs_total - self.jobs_completed - self.jobs_rejected
 
     def summary(self) -> dict[str, Any]:
         record: dict[str, Any] = {
@@ -151,6 +163,8 @@ class SimResult:
             jobs_total=self.jobs_total,
             jobs_rejected=self.jobs_rejected,
             jobs_deadlocked=self.jobs_deadlocked,
+            jobs_started=self.jobs_started,
+            jobs_unfinished=self.jobs_unfinished,
             gpu_goodput=round(self.gpu_goodput, 6),
             gpu_allocation=round(self.gpu_allocation, 6),
             wait_mean=round(self.wait_mean, 3),
@@ -174,6 +188,7 @@ def summarize(
     deadlocks: int,
     extras: dict[str, Any] | None = None,
     sections: tuple[ReportSection, ...] = (),
+    node_names: Sequence[str] = (),
 ) -> SimResult:
     """Reduce a finished run to its metrics (definitions in docs/simulator.md)."""
     start = min((run.spec.submit for run in runs), default=0.0)
@@ -223,4 +238,8 @@ def summarize(
         waits=waits,
         extras=dict(extras or {}),
         sections=sections,
+        jobs_started=len(started),
+        runs=tuple(runs),
+        timeline=timeline,
+        node_names=tuple(node_names),
     )

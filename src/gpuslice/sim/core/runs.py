@@ -17,6 +17,15 @@ class JobStatus(enum.Enum):
     DEADLOCKED = "deadlocked"  # holds pods that can never be joined by the rest (see deadlock.py)
 
 
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One earlier try of a job that an extension ended by eviction: when its pods started and where they ran."""
+
+    start: float | None  # when its first pod started; None if it was evicted before any pod started
+    end: float  # when it was evicted
+    placement: tuple[Binding | None, ...]
+
+
 @dataclass(slots=True, eq=False)
 class JobRun:
     spec: JobSpec
@@ -33,12 +42,16 @@ class JobRun:
     slowdown: float = 1.0  # run time stretch of its current run (cross-island penalty)
     evictions: int = 0
     deadlocked_at: float | None = None
+    first_start: float | None = None  # when the first pod of the current attempt started
     extra: dict[str, float] = field(default_factory=dict)  # room for extensions (checkpoint progress, ...)
+    # Where each pod ran in the current attempt; kept after the pod ends (`bound` is cleared then).
+    placement: list[Binding | None] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)  # earlier tries, ended by eviction
 
     @classmethod
     def new(cls, spec: JobSpec, seq: int) -> JobRun:
         count = len(spec.pods)
-        return cls(spec, seq, [None] * count, [None] * count)
+        return cls(spec, seq, [None] * count, [None] * count, placement=[None] * count)
 
     @property
     def bound_count(self) -> int:

@@ -27,6 +27,7 @@ from gpuslice.sim.extensions.preemption import Checkpoints, PreemptionConfig, Pr
 from gpuslice.sim.extensions.tiers import PLAN_NAMES, TierEngine, plan_for
 from gpuslice.sim.extensions.topology_penalty import TopologyPenalty
 from gpuslice.sim.policies import POLICIES, NvlinkAware, make_policy
+from gpuslice.sim.policies.loader import load_policy, register_policy
 from gpuslice.sim.traces.trace import Trace
 
 _SWEEP = ("none", "300", "900", "1800", "3600", "7200")
@@ -98,6 +99,15 @@ def check_variant(text: str, trace: Trace | None = None) -> Variant:
             f"the sharing trace compares sharing plans ({', '.join(PLAN_NAMES)}), not {variant.name!r}"
         )
     return variant
+
+
+def add_user_policy(reference: str) -> str:
+    """Load a policy class from `module:Name` or an installed entry point and make it a variant; its name."""
+    factory = load_policy(reference)
+    name = factory().name
+    if name in _OPTIONS:
+        raise UnknownVariant(f"{reference!r}: policy name {name!r} is a built-in variant; give the class another name")
+    return register_policy(factory, POLICIES)
 
 
 def default_policies(trace_name: str) -> tuple[str, ...] | None:

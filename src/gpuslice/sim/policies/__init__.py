@@ -25,6 +25,13 @@ class UnknownPolicy(ValueError):
     """A policy name that is not registered."""
 
 
+def add_policy(reference: str) -> str:
+    """Load a policy from `module:Name` or an installed entry point and register it; returns its name."""
+    from gpuslice.sim.policies.loader import load_policy, register_policy
+
+    return register_policy(load_policy(reference), POLICIES)
+
+
 def make_policy(name: str) -> PlacementPolicy:
     """A fresh policy by its name (first-fit, best-fit, gang, topology-aware, nvlink-aware)."""
     factory = POLICIES.get(name)
@@ -42,5 +49,6 @@ __all__ = [
     "PlacementPolicy",
     "TopologyAware",
     "UnknownPolicy",
+    "add_policy",
     "make_policy",
 ]

@@ -26,6 +26,7 @@ from typing import TextIO
 from gpuslice.fsutil.textread import InputFileError, iter_text_lines
 from gpuslice.sim.core.clusters import parse_cluster
 from gpuslice.sim.core.model import ClusterSpec, JobSpec, PodSpec, SimModelError
+from gpuslice.sim.traces.csv_physics import PHYSICS_COLUMNS, PhysicsColumns, physics_cells, physics_columns
 from gpuslice.sim.traces.trace import Trace, TraceError
 
 FORMAT_VERSION = "1"
@@ -41,6 +42,7 @@ COLUMNS = (
     "tenant",
     "gang",
     "gpu_model",
+    *PHYSICS_COLUMNS,
 )
 REQUIRED = ("job_id", "submit", "duration", "pods", "gpu")
 # Limits (docs/security.md). Measured: a parsed job costs ~0.6 KiB and a simulated one ~1 KiB per
@@ -85,6 +87,7 @@ def _parse_lines(lines: Iterable[tuple[int, str]], source: str, default_name: st
     cluster: ClusterSpec | None = None
     columns: list[str] | None = None
     jobs: dict[str, _PendingJob] = {}
+    physics: PhysicsColumns | None = None
     rows = 0
     pods = [0]  # every pod so far, against MAX_TRACE_PODS
     for number, line in lines:
@@ -100,6 +103,7 @@ def _parse_lines(lines: Iterable[tuple[int, str]], source: str, default_name: st
             cluster = _cluster(headers, source)
         if columns is None:
             columns = _columns(line, source, number)
+            physics = PhysicsColumns(columns)
             continue
         rows += 1
         if rows > MAX_TRACE_ROWS:
@@ -109,9 +113,11 @@ def _parse_lines(lines: Iterable[tuple[int, str]], source: str, default_name: st
             raise TraceError(f"{source}:{number}: {len(values)} values for {len(columns)} columns")
         row = dict(zip(columns, (value.strip() for value in values), strict=True))
         _add_row(jobs, row, f"{source}:{number}", number, pods)
+        if physics is not None and physics.present:
+            physics.add(row, row["job_id"], row.get("tenant") or "default", f"{source}:{number}", number)
     if cluster is None:
         cluster = _cluster(headers, source)
-    if columns is None:
+    if columns is None or physics is None:
         raise TraceError(f"{source}: no CSV header row and no jobs")
     try:
         specs = tuple(
@@ -126,6 +132,7 @@ def _parse_lines(lines: Iterable[tuple[int, str]], source: str, default_name: st
         jobs=specs,
         description=headers.get("description", ""),
         cluster_text=headers["cluster"],
+        physics=physics.physics(headers, source),
     )
 
 
@@ -231,8 +238,12 @@ def write_trace(trace: Trace, stream: TextIO) -> None:
     stream.write(f"# cluster: {trace.cluster_text or trace.cluster.description}\n")
     if trace.description:
         stream.write(f"# description: {' '.join(trace.description.split())}\n")
+    costs = trace.physics.checkpoints
+    if costs is not None:
+        stream.write(f"# checkpoint_save: {_text(costs.save)}\n# checkpoint_restore: {_text(costs.restore)}\n")
+    extra = physics_columns(trace)
     writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    writer.writerow((*COLUMNS[: COLUMNS.index(PHYSICS_COLUMNS[0])], *extra))
     for job in trace.jobs:
         groups: list[tuple[PodSpec, int]] = []
         for pod in job.pods:
@@ -254,6 +265,7 @@ def write_trace(trace: Trace, stream: TextIO) -> None:
                     job.tenant,
                     str(job.gang).lower(),
                     pod.gpu_model or "",
+                    *physics_cells(trace, job.job_id, job.tenant, extra),
                 )
             )
 

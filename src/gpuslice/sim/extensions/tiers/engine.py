@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from gpuslice.gpu.units import HOUR
+from gpuslice.sim.core.cluster import Binding
 from gpuslice.sim.core.loop import EventLoop
 from gpuslice.sim.core.metrics import SimResult, Timeline, percentile, summarize
 from gpuslice.sim.core.model import ClusterSpec, JobSpec, SimModelError
@@ -258,6 +259,11 @@ class TierEngine:
     # -- running ------------------------------------------------------------------------------
     def _start(self, job: _Job, slots: tuple[GpuSlot, ...]) -> None:
         job.slots = slots
+        if len(job.run.placement) == 1:  # one pod: record its node and GPUs for jobs.csv
+            node = self.node_of[self.position[id(slots[0])]]
+            gpus = tuple(i for i, slot in enumerate(self.slots[node]) if any(slot is mine for mine in slots))
+            job.run.placement[0] = Binding(node, gpus)
+        job.run.first_start = self.now
         job.run.start_time = self.now
         job.run.status = JobStatus.RUNNING
         job.updated = self.now
@@ -315,7 +321,8 @@ class TierEngine:
             zip(("frac_time", "gpu_domain", "crash", "memory", "shared_gpu_time", "overcommit"), rest, strict=True)
         )
         stranded = self._stranded() if self.pending else 0.0
-        self.timeline.record(self.now, busy, busy, held, stranded)
+        queued = sum(len(queue) for queue in self.pending.values())
+        self.timeline.record(self.now, busy, busy, held, stranded, queued)
 
     @staticmethod
     def _contribution(slot: GpuSlot) -> tuple[float, float, float, float, float, float, float, float]:
@@ -366,7 +373,15 @@ class TierEngine:
         }
         total_gpus = self.cluster.total_gpus
         return summarize(
-            self.plan.name, self.trace_name, runs, self.timeline, total_gpus, 0, extras, (SHARING_SECTION,)
+            self.plan.name,
+            self.trace_name,
+            runs,
+            self.timeline,
+            total_gpus,
+            0,
+            extras,
+            (SHARING_SECTION,),
+            tuple(node.name for node in self.cluster.nodes),
         )
 
     def _by_kind(self) -> dict[str, dict[str, float]]:

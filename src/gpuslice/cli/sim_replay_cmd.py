@@ -1,0 +1,102 @@
+"""`gpuslice sim openb-replay`: the openb pod lists replayed in real time with a FIFO queue, policy by policy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from gpuslice.fgd.policies import FACTORIES, PAPER_POLICIES
+
+MAX_WORKLOADS = 64
+
+
+@click.command("openb-replay")
+@click.option("--workload", "workloads", default="default", show_default=True, help="Pod list(s), comma-separated.")
+@click.option("--policies", default=",".join((*PAPER_POLICIES, "fgd-cpu")), show_default=True)
+@click.option("--policy", "policy_refs", multiple=True, metavar="MODULE:NAME|ENTRY", help="Also run your own class.")
+@click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True, help="Tie order and node sample.")
+@click.option(
+    "--compress",
+    type=click.FloatRange(1, 1e6),
+    default=1.0,
+    show_default=True,
+    help="Divide arrival times by this (run times kept): the same pods at K times the load.",
+)
+@click.option(
+    "--nodes",
+    "node_fraction",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Replay on this seeded fraction of the nodes.",
+)
+@click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
+@click.option("--json", "json_path", metavar="FILE|-", default=None, help="One record per (workload, policy).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--markdown", is_flag=True, help="Print the table as GitHub markdown.")
+@click.option("--out", "out_dir", metavar="DIR", help="Write pods.csv, timeline.csv and summary.json into DIR.")
+def openb_replay(
+    workloads: str,
+    policies: str,
+    policy_refs: tuple[str, ...],
+    seed: int,
+    compress: float,
+    node_fraction: float,
+    trace_dir: Path | None,
+    json_path: str | None,
+    plot_path: Path | None,
+    markdown: bool,
+    out_dir: str | None,
+) -> None:
+    """Replay openb in time: arrivals at creation_time, departures after the traced run time, a FIFO queue."""
+    from rich.console import Console
+
+    from gpuslice.fgd.engine import Workload
+    from gpuslice.fgd.policies.loader import register_openb_policy
+    from gpuslice.fgd.replay import load_pod_times, replay
+    from gpuslice.fgd.replay_report import plot_replay, replay_markdown, replay_table, write_replay_outputs
+    from gpuslice.fgd.sweep import parse_policies
+    from gpuslice.fgd.trace import OpenbTraceError, load_trace, resolve_trace_dir
+
+    names = [name.strip() for name in workloads.split(",") if name.strip()]
+    if not names or len(names) > MAX_WORKLOADS:
+        raise click.BadParameter(f"give 1 to {MAX_WORKLOADS} workloads", param_hint="--workload")
+    try:
+        users = [register_openb_policy(reference, FACTORIES) for reference in policy_refs]
+        chosen = parse_policies(policies)
+        chosen += [name for name in users if name not in chosen]
+        folder = resolve_trace_dir(trace_dir)
+        results = []
+        for name in names:
+            workload = Workload.from_trace(load_trace(name, folder))
+            times = load_pod_times(workload)
+            for policy in chosen:
+                result = replay(workload, policy, seed, times, compress, node_fraction)
+                click.echo(f"{name:<12} {policy:<12} {result.seconds:5.1f} s", err=True)
+                results.append(result)
+    except (OpenbTraceError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+    title = (
+        f"openb replayed in real time: arrivals compressed {compress:g}x, {node_fraction:g} of the nodes, seed {seed}"
+    )
+    console = Console(stderr=json_path == "-")
+    if not console.is_terminal:
+        console.width = max(console.width, 200)
+    if markdown:
+        console.print(replay_markdown(results, title), markup=False, highlight=False, soft_wrap=True)
+    else:
+        console.print(replay_table(results, title))
+    records = [result.record() for result in results]
+    if json_path == "-":
+        click.echo(json.dumps(records))
+    elif json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(records, indent=1) + "\n")
+    if out_dir:
+        written = write_replay_outputs(results, out_dir)
+        click.echo(f"wrote {', '.join(path.name for path in written)} to {out_dir}", err=True)
+    if plot_path is not None:
+        plot_replay(results, plot_path)
+        click.echo(f"plot written to {plot_path}", err=True)
