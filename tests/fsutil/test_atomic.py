@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuslice.fsutil import atomic_write_bytes, atomic_write_text
+from gpuslice.fsutil.atomic import atomic_write_bytes, atomic_write_text
 
 
 def test_creates_the_directory_and_writes_the_text(tmp_path: Path) -> None:

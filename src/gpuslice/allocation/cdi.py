@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gpuslice.allocation.cdi_validate import minimum_version, spec_problems
-from gpuslice.fsutil import atomic_write_text
+from gpuslice.fsutil.atomic import atomic_write_text
 from gpuslice.gpu import Gpu, MigInstance, Node
 
 CDI_VENDOR = "k8s.device-plugin.nvidia.com"

@@ -7,12 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from gpuslice.config.limits import MAX_CONFIG_BYTES
 from gpuslice.config.model import Config, describe_value
-from gpuslice.fsutil.safe_yaml import UnsafeYaml, load_yaml
 from gpuslice.fsutil.textread import InputFileError, read_bounded_text
 
 
@@ -45,6 +43,10 @@ def load_config(path: str | Path | None) -> LoadedConfig:
 
 def parse_config_text(text: str, source: str = "<config>") -> LoadedConfig:
     """Parse YAML (JSON is YAML) text into a LoadedConfig."""
+    import yaml  # only a config file needs the parser: the default (no file) path starts without it
+
+    from gpuslice.fsutil.safe_yaml import UnsafeYaml, load_yaml
+
     try:
         data, root = load_yaml(text)
     except UnsafeYaml as exc:  # well-formed, but a bomb or too deep: say which limit
@@ -111,6 +113,10 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
 
 def _line_of(node: Any, loc: tuple[int | str, ...]) -> int | None:
     """1-based line of the deepest YAML node on the error's path."""
+    if node is None:
+        return None
+    import yaml  # a node exists only when a file was parsed, so the parser is loaded already
+
     line = None
     for part in loc:
         if node is None:

@@ -7,9 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from gpuslice.fsutil.safe_yaml import load_yaml
 from gpuslice.fsutil.textread import InputFileError, read_bounded_text
 from gpuslice.gpu import (
     PCI_CLASS_3D_CONTROLLER,
@@ -110,6 +107,10 @@ def load_node_spec(ref: str | None) -> NodeSpec:
         raise NodeSpecError(f"cannot read node spec {ref}: {exc.strerror or exc}") from exc
     except InputFileError as exc:
         raise NodeSpecError(str(exc)) from exc
+    import yaml  # presets are Python data: only a spec file needs the parser
+
+    from gpuslice.fsutil.safe_yaml import load_yaml
+
     try:
         data, _ = load_yaml(text)
     except yaml.YAMLError as exc:

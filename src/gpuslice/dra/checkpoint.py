@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gpuslice.fsutil import atomic_write_text
+from gpuslice.fsutil.atomic import atomic_write_text
 from gpuslice.fsutil.textread import InputFileError, read_bounded_text
 
 log = logging.getLogger("gpuslice.dra")

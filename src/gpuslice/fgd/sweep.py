@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,6 +90,9 @@ def run_sweep(
             if progress:
                 progress(records[-1])
         return records
+    import multiprocessing  # a pool only for -j > 1: a single run starts without the process machinery
+    from concurrent.futures import ProcessPoolExecutor
+
     # fork: workers inherit the loaded traces; the longest runs (FGD) go first to balance the pool
     ranked = sorted(range(len(todo)), key=lambda i: not todo[i].policy.startswith("fgd"))
     results: dict[int, dict[str, Any]] = {}

@@ -17,7 +17,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
-from gpuslice.fsutil import atomic_write_text
+from gpuslice.fsutil.atomic import atomic_write_text
 from gpuslice.kubelet.views import Admission, GrantedDevices
 from gpuslice.wire import deviceplugin_pb2
 

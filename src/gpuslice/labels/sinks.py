@@ -9,7 +9,7 @@ from typing import Protocol, TextIO
 
 import yaml
 
-from gpuslice.fsutil import atomic_write_text
+from gpuslice.fsutil.atomic import atomic_write_text
 from gpuslice.labels.nodefeature import NodeFeatureStore, Outcome, apply_node_feature, node_feature_object
 
 DEFAULT_OUTPUT_FILE = "/etc/kubernetes/node-feature-discovery/features.d/gfd"

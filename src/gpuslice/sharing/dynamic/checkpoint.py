@@ -11,7 +11,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from gpuslice.fsutil import atomic_write_text
+from gpuslice.fsutil.atomic import atomic_write_text
 from gpuslice.fsutil.textread import InputFileError, read_bounded_text
 from gpuslice.gpu import MigInstance
 from gpuslice.sharing.dynamic.geometry import Holding
