@@ -12,7 +12,6 @@ from gpuslice.allocation.errors import ImexChannelMissing
 from gpuslice.allocation.mps_edits import client_edits
 from gpuslice.allocation.options import AllocateOptions, AllocationContext
 
-DEVICE_LIST_STRATEGIES = ("envvar", "volume-mounts", "cdi-annotations", "cdi-cri")
 IMEX_CHANNELS_ENV = "NVIDIA_IMEX_CHANNELS"
 VOLUME_MOUNT_ROOT = "/var/run/nvidia-container-devices"
 ANNOTATION_NAME = "nvidia-device-plugin"

@@ -112,7 +112,7 @@ def encode(node: str, records: dict[str, ClaimRecord]) -> str:
 def decode(text: str, node: str) -> dict[str, ClaimRecord]:
     try:
         document = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # nesting deep enough to exhaust the parser is corrupt too
         raise CheckpointCorrupt(f"not JSON: {exc}") from exc
     if (
         not isinstance(document, dict)

@@ -75,10 +75,6 @@ class DraDevice:
     def counter_set(self) -> str | None:
         return counter_set_name(self.gpu) if self.placement is not None else None
 
-    @property
-    def physical_name(self) -> str:
-        """The device without its replica suffix: two replicas of one GPU share it."""
-        return self.name.rsplit("-ts-", 1)[0] if self.advertised.replica is not None else self.name
 
 
 def semver(text: str) -> str:

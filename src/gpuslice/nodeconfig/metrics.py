@@ -7,7 +7,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from gpuslice.config.node_config import MAX_LABEL_VALUE, NodeConfigChoice
 
 NODE_CONFIG_PREFIX = "gpuslice_node_config"
-REFUSAL_REASONS = ("unknown_config", "invalid_config", "no_config")
 
 
 class NodeConfigMetrics:

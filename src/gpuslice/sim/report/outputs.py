@@ -179,8 +179,3 @@ def _number(value: float) -> str:
 
 def _time(value: float | None) -> str:
     return "" if value is None else _number(round(value, 6))
-
-
-def comparison_outputs(comparison: Comparison, folder: str | Path, step: float | None = None) -> list[Path]:
-    """`write_outputs` for one comparison (one seed)."""
-    return write_outputs(SeedSweep([comparison]), folder, step)
