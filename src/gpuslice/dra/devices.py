@@ -76,7 +76,6 @@ class DraDevice:
         return counter_set_name(self.gpu) if self.placement is not None else None
 
 
-
 def semver(text: str) -> str:
     """A version as Kubernetes wants it (semantic, three numbers, no leading zeros): 550.127.08 -> 550.127.8."""
     numbers = [str(int(part)) for part in re.findall(r"\d+", text)[:3]]

@@ -14,7 +14,6 @@ import numpy as np
 from gpuslice.sim.core.cluster import Binding
 from gpuslice.sim.core.metrics import SimResult
 from gpuslice.sim.core.runs import JobRun
-from gpuslice.sim.experiments.compare import Comparison
 from gpuslice.sim.experiments.seeds import SeedSweep
 
 JOB_COLUMNS = (
