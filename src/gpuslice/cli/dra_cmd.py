@@ -77,7 +77,7 @@ def dra(
     logging.basicConfig(level=getattr(logging, log_level.upper()), format="%(levelname).1s %(name)s: %(message)s")
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per API request is noise at info
     log = logging.getLogger("gpuslice.dra")
-    from gpuslice.dra.checkpoint import ClaimCheckpoint
+    from gpuslice.dra.checkpoint import ClaimCheckpoint, claimed_gpus
     from gpuslice.dra.names import CHECKPOINT_NAME, plugin_dir
     from gpuslice.dra.setup import DraSetupError, prepare_setup
     from gpuslice.dra.slices import PoolSpec, build_slices
@@ -87,7 +87,7 @@ def dra(
 
         check_driver_name(driver_name)
         checkpoint = ClaimCheckpoint(plugin_dir(plugins_dir, driver_name) / CHECKPOINT_NAME, node_name or "")
-        claimed = _claimed_gpus(checkpoint.path)
+        claimed = claimed_gpus(checkpoint.path)
         setup = prepare_setup(backend, node_spec, config_file, node_name, nvidia_overrides(nvidia, os.environ),
                               claimed_gpus=claimed)  # fmt: skip
     except (DraSetupError, DriverNameError) as exc:
@@ -103,17 +103,6 @@ def dra(
         return
     _run(setup, driver_name, plugins_registry, plugins_dir, cdi_spec_dir, mps_control_command,
          kube_api_server, resource_api_version, resync_interval, counter_layout)  # fmt: skip
-
-
-def _claimed_gpus(path: Path) -> tuple[str, ...]:
-    """GPUs our checkpoint holds MIG devices on (read leniently: a bad file is judged again at start)."""
-    import json
-
-    try:
-        claims = json.loads(path.read_text(encoding="utf-8")).get("claims", {})
-        return tuple({str(m.get("gpu_uuid", "")) for c in claims.values() for m in c.get("migs", []) if m})
-    except (OSError, ValueError, AttributeError):
-        return ()
 
 
 def _run(

@@ -154,3 +154,12 @@ class ClaimCheckpoint:
 
     def save(self, records: dict[str, ClaimRecord]) -> None:
         atomic_write_text(self.path, encode(self.node, records), mode=0o600)
+
+
+def claimed_gpus(path: Path) -> tuple[str, ...]:
+    """GPUs a checkpoint holds MIG devices on, read leniently (bounded; a bad file is judged again at start)."""
+    try:
+        claims = json.loads(read_bounded_text(path, "DRA checkpoint", MAX_BYTES)).get("claims", {})
+        return tuple({str(m.get("gpu_uuid", "")) for c in claims.values() for m in c.get("migs", []) if m})
+    except (OSError, InputFileError, ValueError, RecursionError, AttributeError, TypeError):
+        return ()
