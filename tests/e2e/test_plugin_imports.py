@@ -31,8 +31,9 @@ NOT_ON_PLUGIN_PATH = (
     "gpuslice.dra",
     "gpuslice.kubelet",
 )
-# a plugin given no config file or node-spec file parses no YAML
-NOT_ON_DEFAULT_PLUGIN_PATH = (*NOT_ON_PLUGIN_PATH, "yaml")
+# a plugin given no config file or node-spec file parses no YAML and validates nothing: its settings are
+# the dataclass defaults, and pydantic (the file schema) loads only with a file or a flag to validate
+NOT_ON_DEFAULT_PLUGIN_PATH = (*NOT_ON_PLUGIN_PATH, "yaml", "pydantic", "pydantic_core", "gpuslice.config.schema")
 NOT_ON_HELP_PATH = (*NOT_ON_PLUGIN_PATH, "grpc", "google.protobuf", "pydantic", "yaml", "gpuslice.plugin")
 
 
