@@ -12,6 +12,8 @@ DeviceRef = int | str
 # Settings are built without validation (the defaults, or values config.schema has already checked), so
 # they are plain frozen dataclasses: a plugin started without a config file never loads pydantic. A
 # field's `key` metadata is its YAML key where that differs from the attribute (the schema's aliases).
+# Each class has a docstring: dataclass() gives a class without one a signature-derived docstring, and
+# computing that signature costs more than building the class (a plugin start creates ~70 dataclasses).
 # `explicit` holds the attributes the file (or a flag or env var) set: what a re-validation keeps
 # (apply_overrides), and what `labels` asks where "set explicitly" changes the meaning (gfd outputFile).
 
@@ -27,6 +29,8 @@ def _explicit_field() -> Any:
 
 @dataclass(frozen=True, kw_only=True)
 class PluginFlags:
+    """`flags.plugin`: how Allocate answers name devices, and NVIDIA's CDI and device-list options."""
+
     # Unset (None): allocation.AllocateOptions.pass_device_specs holds the one default.
     pass_device_specs: bool | None = setting(None, "passDeviceSpecs")
     device_list_strategy: tuple[str, ...] = setting(("envvar",), "deviceListStrategy")
@@ -42,6 +46,8 @@ class PluginFlags:
 
 @dataclass(frozen=True, kw_only=True)
 class GfdFlags:
+    """`flags.gfd`: gpu-feature-discovery's settings (the `labels` command)."""
+
     oneshot: bool = False
     no_timestamp: bool = setting(False, "noTimestamp")
     sleep_interval: float | None = setting(60.0, "sleepInterval")  # seconds; None = infinite
@@ -52,6 +58,8 @@ class GfdFlags:
 
 @dataclass(frozen=True, kw_only=True)
 class Flags:
+    """`flags`: MIG strategy, driver roots and the options every NVIDIA component reads."""
+
     # "vfio" is gpu-feature-discovery's only; the plugin refuses it at start-up (validate.py).
     # "dynamic" is a gpuslice extension (docs/dynamic-mig.md): MIG instances are created per Allocate.
     mig_strategy: Literal["none", "single", "mixed", "dynamic"] = setting("none", "migStrategy")
@@ -76,6 +84,8 @@ class Flags:
 
 @dataclass(frozen=True, kw_only=True)
 class ReplicatedResource:
+    """One entry of `sharing.*.resources`: a resource shared `replicas` ways."""
+
     name: str = field()
     rename: str | None = None
     devices: Literal["all"] | int | tuple[DeviceRef, ...] = "all"
@@ -87,6 +97,8 @@ class ReplicatedResource:
 
 @dataclass(frozen=True, kw_only=True)
 class ReplicatedResources:
+    """`sharing.timeSlicing` or `sharing.mps`: the replicated resources and their naming."""
+
     rename_by_default: bool = setting(False, "renameByDefault")
     fail_requests_greater_than_one: bool | None = setting(None, "failRequestsGreaterThanOne")
     resources: tuple[ReplicatedResource, ...] = ()
@@ -95,6 +107,8 @@ class ReplicatedResources:
 
 @dataclass(frozen=True, kw_only=True)
 class Sharing:
+    """`sharing`: time-slicing or MPS (MPS wins when both are there)."""
+
     time_slicing: ReplicatedResources | None = field(default=None, metadata={"key": "timeSlicing"})
     mps: ReplicatedResources | None = None
     explicit: frozenset[str] = _explicit_field()
@@ -116,6 +130,8 @@ class Sharing:
 
 @dataclass(frozen=True, kw_only=True)
 class NamedPattern:
+    """One `resources.gpus` / `resources.mig` entry (accepted and ignored, as NVIDIA does)."""
+
     pattern: str = field()
     name: str = field()
     explicit: frozenset[str] = _explicit_field()
@@ -123,6 +139,8 @@ class NamedPattern:
 
 @dataclass(frozen=True, kw_only=True)
 class Resources:
+    """`resources`: NVIDIA's reserved name patterns."""
+
     gpus: tuple[NamedPattern, ...] = ()
     mig: tuple[NamedPattern, ...] = ()
     explicit: frozenset[str] = _explicit_field()
@@ -130,6 +148,8 @@ class Resources:
 
 @dataclass(frozen=True, kw_only=True)
 class Imex:
+    """`imex`: the IMEX channels Allocate hands out."""
+
     channel_ids: tuple[int, ...] = setting((), "channelIDs")
     required: bool = False
     explicit: frozenset[str] = _explicit_field()
