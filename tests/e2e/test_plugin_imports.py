@@ -33,7 +33,18 @@ NOT_ON_PLUGIN_PATH = (
 )
 # a plugin given no config file or node-spec file parses no YAML and validates nothing: its settings are
 # the dataclass defaults, and pydantic (the file schema) loads only with a file or a flag to validate
-NOT_ON_DEFAULT_PLUGIN_PATH = (*NOT_ON_PLUGIN_PATH, "yaml", "pydantic", "pydantic_core", "gpuslice.config.schema")
+NOT_ON_DEFAULT_PLUGIN_PATH = (
+    *NOT_ON_PLUGIN_PATH,
+    "yaml",
+    "pydantic",
+    "pydantic_core",
+    "gpuslice.config.schema",
+    "gpuslice.nodeconfig",  # per-node configs are off without --config-file-srcdir
+    # the generated code of the APIs only DRA speaks (gpuslice.wire imports each on first use)
+    "gpuslice.wire.generated.dra",
+    "gpuslice.wire.generated.drahealth",
+    "gpuslice.wire.generated.pluginregistration",
+)
 NOT_ON_HELP_PATH = (*NOT_ON_PLUGIN_PATH, "grpc", "google.protobuf", "pydantic", "yaml", "gpuslice.plugin")
 
 
