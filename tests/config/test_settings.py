@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gpuslice.config import Config, apply_overrides, parse_config_mapping, parse_config_text
+from gpuslice.config import Config, Flags, PluginFlags, apply_overrides, parse_config_mapping, parse_config_text
 from gpuslice.config.model import to_document
 from gpuslice.config.schema import ConfigSchema, _Model, to_settings
 
@@ -90,3 +90,11 @@ def test_overrides_keep_what_the_file_set_and_only_that() -> None:
     assert merged == dataclasses.replace(config, flags=dataclasses.replace(config.flags, mig_strategy="single"))
     assert merged.flags.gfd.sleep_interval == 90.0
     assert merged.flags.gfd.explicit == {"sleep_interval", "output_file"}
+
+
+def test_overrides_keep_settings_built_in_code() -> None:
+    built = Config(flags=Flags(mig_strategy="mixed", plugin=PluginFlags(device_id_strategy="index")))
+    merged = apply_overrides(built, {"flags.failOnInitError": False})
+    assert merged.flags.mig_strategy == "mixed"
+    assert merged.flags.plugin.device_id_strategy == "index"
+    assert merged.flags.fail_on_init_error is False

@@ -204,13 +204,16 @@ def go_duration(seconds: float | None) -> str:
 def to_document(settings: Any, *, explicit_only: bool = False) -> dict[str, Any]:
     """The settings as a file would spell them (YAML keys, lists, durations as text); validates back to equal.
 
-    `explicit_only`: only what the file or an override set (`explicit`), as a re-validation must see it.
+    `explicit_only`: only what the file or an override set (`explicit`), and whatever differs from its
+    default (settings built in code, or changed with dataclasses.replace), as a re-validation must see it.
     """
     document: dict[str, Any] = {}
     for item in fields(settings):
-        if item.name == "explicit" or (explicit_only and item.name not in settings.explicit):
+        if item.name == "explicit":
             continue
         value = getattr(settings, item.name)
+        if explicit_only and item.name not in settings.explicit and value == item.default:
+            continue
         if item.name == "sleep_interval":
             document[yaml_key(type(settings), item.name)] = go_duration(value)
         elif value is not None or item.name in settings.explicit:
