@@ -39,7 +39,7 @@ def test_python_scores_equal_the_numpy_batches(
     for shape in default_workload.shapes.shapes:
         matrix = batch.slot_matrix(busy_cluster.states.rows(sids), shape)
         best = matrix.max(axis=1)
-        single.score_few(sids.tolist(), shape)
+        single.score_few(sids, shape)
         assert single.cache[shape.index, sids].tolist() == best.tolist(), shape
         if matrix.shape[1] > 1:
             valid = best >= 0

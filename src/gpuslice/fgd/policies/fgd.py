@@ -20,6 +20,7 @@ from gpuslice.gpu.units import MILLI
 
 UNKNOWN = -2
 INFEASIBLE = -1
+MEMORY_RETRIES = 4  # best nodes short of memory passed over one by one before masking all such nodes
 SCALAR_UP_TO = 40  # states per batch up to which plain Python scores them faster than numpy
 IntArray = npt.NDArray[np.int64]
 
@@ -63,6 +64,8 @@ class FgdScorer:
     row (see `TaskArrays.contribution`), so a (state, placement) costs a few lookups; only tasks that need
     several GPUs (none in most openb workloads) are summed task by task.
     """
+
+    adjusts = False  # whether `adjustment` adds anything (the Python path skips the call when not)
 
     def __init__(self, cluster: OpenbCluster, num_shapes: int) -> None:
         self.cluster = cluster
@@ -114,11 +117,12 @@ class FgdScorer:
         self.cache, self.best_slots = cache, best
 
     def node_scores(self, shape: Shape) -> npt.NDArray[np.int16]:
+        """Every node's score for `shape` (a fresh array the caller may change)."""
         if self.cache.shape[1] < self.states.capacity:
             self._grow()
         row = self.cache[shape.index]
         ids = self.cluster.state
-        scores: npt.NDArray[np.int16] = row[ids]
+        scores: npt.NDArray[np.int16] = row.take(ids)
         missing = ids[scores == UNKNOWN]
         if len(missing) > SCALAR_UP_TO:
             fresh = np.array(sorted(set(missing.tolist())), dtype=np.int64)  # np.unique would import numpy.ma
@@ -129,10 +133,10 @@ class FgdScorer:
                 best = matrix.max(axis=1)
                 row[fresh] = best
                 self.best_slots[shape.index, fresh] = (matrix == best[:, None]) @ self.slot_bits[: matrix.shape[1]]
-            scores = row[ids]
+            scores = row.take(ids)
         elif len(missing):  # a few states: plain Python beats numpy's per-call cost
-            self.score_few(missing.tolist(), shape)
-            scores = row[ids]
+            self.score_few(missing, shape)
+            scores = row.take(ids)
         return scores
 
     def slot_matrix(self, rows: IntArray, shape: Shape) -> IntArray:
@@ -159,49 +163,52 @@ class FgdScorer:
             column = self._columns[key] = self.contribution[model, rank].tolist()
         return column
 
-    def score_few(self, sids: list[int], shape: Shape) -> None:
+    def score_few(self, sids: IntArray, shape: Shape) -> None:
         """Score and cache the given states one by one: the same integers as `slot_matrix`, in Python."""
         st = self.states
         cache, best_slots = self.cache[shape.index], self.best_slots[shape.index]
-        thresholds, levels = self._threshold_list, self._cpu_levels
-        k, milli, weight = shape.num_gpu, shape.gpu_milli, self.total_weight
-        checks_model = shape.mask != self.cluster.all_models and k > 0
+        thresholds, levels, columns, ranks = self._threshold_list, self._cpu_levels, self._columns, self.ranks
+        k, milli, cpu, mask, weight = shape.num_gpu, shape.gpu_milli, shape.cpu, shape.mask, self.total_weight
+        checks_model = mask != self.cluster.all_models and k > 0
+        fractional, multi, adjusts = shape.is_fractional, st.multi_size > 0, self.adjusts
+        if not fractional and k > st.slots:
+            cache[sids] = INFEASIBLE
+            return
+        model_col, cpu_col, fit_col, total_col = st.MODEL, st.CPU, st.FIT, st.TOTAL
         gpu_start, gpu_stop, rank_start = st.gpu_cols.start, st.gpu_cols.stop, st.rank_cols.start
-        multi = st.multi_size > 0
-        rows = st.rows(np.array(sids, dtype=np.int64)).tolist()
-        for sid, values in zip(sids, rows, strict=True):
-            model, cpu_after = values[st.MODEL], values[st.CPU] - shape.cpu
-            if cpu_after < 0 or (checks_model and not (shape.mask >> max(model, 0)) & 1):
+        whole_gpu = gpu_start + k - 1  # the k-th largest free GPU, which a whole-GPU pod needs full
+        taken = k * milli * weight
+        for sid, values in zip(sids.tolist(), st.rows(sids).tolist(), strict=True):
+            model, cpu_after = values[model_col], values[cpu_col] - cpu
+            if cpu_after < 0 or (checks_model and not (mask >> max(model, 0)) & 1):
                 cache[sid] = INFEASIBLE
                 continue
             rank = bisect.bisect_right(levels, cpu_after)
             # Δ = taken·W - FIT before + FIT after (+ a variant's adjustment); FIT after starts from the
             # one-GPU tasks' sum at the new CPU rank with the GPUs unchanged
-            base = self.adjustment(values[st.TOTAL], values[st.CPU], shape) - values[st.FIT] + values[rank_start + rank]
-            column = self.column(model, rank)
-            if not shape.is_fractional:
-                if k > st.slots or (k and values[gpu_start + k - 1] < milli):
-                    cache[sid] = INFEASIBLE
-                    continue
-                delta = base + k * milli * weight
+            base = taken + values[rank_start + rank] - values[fit_col]
+            if adjusts:
+                base += self.adjustment(values[total_col], values[cpu_col], shape)
+            column = columns.get(model * ranks + rank) or self.column(model, rank)
+            if not fractional:
                 if k:
-                    delta += k * (column[MILLI - milli] - column[MILLI])
+                    if values[whole_gpu] < milli:
+                        cache[sid] = INFEASIBLE
+                        continue
+                    base += k * (column[MILLI - milli] - column[MILLI])
                 if multi:
-                    delta += self.multi_after(values, model, rank, k, MILLI, MILLI - milli)
-                cache[sid] = bisect.bisect_right(thresholds, delta)
+                    base += self.multi_after(values, model, rank, k, MILLI, MILLI - milli)
+                cache[sid] = bisect.bisect_right(thresholds, base)
                 continue
-            best, bits = INFEASIBLE, 0
-            seen: dict[int, int] = {}
-            base += milli * weight
+            best, bits, last, score = INFEASIBLE, 0, -1, INFEASIBLE
             for slot, free in enumerate(values[gpu_start:gpu_stop]):
                 if free < milli:
                     break  # sorted high to low: no later GPU fits either
-                score = seen.get(free)
-                if score is None:
+                if free != last:  # equal free values are neighbours (sorted) and score the same
                     delta = base + column[free - milli] - column[free]
                     if multi:
                         delta += self.multi_after(values, model, rank, 1, free, free - milli)
-                    score = seen[free] = bisect.bisect_right(thresholds, delta)
+                    score, last = bisect.bisect_right(thresholds, delta), free
                 if score > best:
                     best, bits = score, 1 << slot
                 elif score == best:
@@ -309,9 +316,19 @@ class FgdPolicy:
         if scores[node] < 0:
             return None
         if cluster.memory_list[node] < memory:
-            node = argmax_or_none(np.where(cluster.memory >= memory, scores, INFEASIBLE))
-            if node < 0:
-                return None
+            # the first best node with the memory: usually the next best, so mask a few one by one before
+            # masking every node short of memory at once
+            for _ in range(MEMORY_RETRIES):
+                scores[node] = INFEASIBLE
+                node = int(scores.argmax())
+                if scores[node] < 0:
+                    return None
+                if cluster.memory_list[node] >= memory:
+                    break
+            else:
+                node = argmax_or_none(np.where(cluster.memory >= memory, scores, INFEASIBLE))
+                if node < 0:
+                    return None
         self.chosen_state = cluster.state_list[node]
         return Placement(node, self.gpus_for(node, shape))
 
