@@ -54,6 +54,7 @@ class StateTable:
         self.ready = np.zeros(capacity, dtype=bool)
         self.underived = 0  # interned states without derived columns: none lets `rows` skip its check
         self._cpu_levels: list[int] = tasks.cpu_levels.tolist()
+        self._lists: list[list[int]] = []  # derived rows as Python lists for the scalar paths ([]: not made)
 
     @property
     def capacity(self) -> int:
@@ -74,6 +75,7 @@ class StateTable:
         row[self.CPU] = cpu
         row[self.gpu_cols] = gpus_desc
         self._index[key] = sid
+        self._lists.append([])
         self.size += 1
         self.underived += 1
         return sid
@@ -108,6 +110,17 @@ class StateTable:
         self.packed[todo] = rows[missing]
         self._mark_ready(todo)
         return rows
+
+    def row_lists(self, sids: list[int]) -> list[list[int]]:
+        """`rows(sids)` as Python lists (kept once made: a state never changes)."""
+        lists = self._lists
+        found = [lists[sid] for sid in sids]
+        if not all(found):
+            todo = [sid for sid, values in zip(sids, found, strict=True) if not values]
+            for sid, values in zip(todo, self.rows(np.array(todo, dtype=np.int64)).tolist(), strict=True):
+                lists[sid] = values
+            found = [lists[sid] for sid in sids]
+        return found
 
     def multi_fit(self, model: IntArray | int, rank: IntArray | int, columns: IntArray) -> IntArray:
         """Σ w_t (fitting milli) over the multi-GPU tasks that run: model allowed, CPU rank enough, and at
@@ -163,6 +176,7 @@ class StateTable:
         row[self.FRAG] = total * self.tasks.total_weight - fit
         self.ready[child] = True
         self.underived -= 1
+        self._lists[child] = row.tolist()
 
     def frag(self, sids: IntArray) -> IntArray:
         """Σ_m w_m F_n(m) of each state."""

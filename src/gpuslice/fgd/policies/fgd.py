@@ -178,7 +178,8 @@ class FgdScorer:
         gpu_start, gpu_stop, rank_start = st.gpu_cols.start, st.gpu_cols.stop, st.rank_cols.start
         whole_gpu = gpu_start + k - 1  # the k-th largest free GPU, which a whole-GPU pod needs full
         taken = k * milli * weight
-        for sid, values in zip(sids.tolist(), st.rows(sids).tolist(), strict=True):
+        sid_list = sids.tolist()
+        for sid, values in zip(sid_list, st.row_lists(sid_list), strict=True):
             model, cpu_after = values[model_col], values[cpu_col] - cpu
             if cpu_after < 0 or (checks_model and not (mask >> max(model, 0)) & 1):
                 cache[sid] = INFEASIBLE
