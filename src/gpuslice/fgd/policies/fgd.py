@@ -127,7 +127,7 @@ class FgdScorer:
         if len(missing) > SCALAR_UP_TO:
             fresh = np.array(sorted(set(missing.tolist())), dtype=np.int64)  # np.unique would import numpy.ma
             matrix = self.slot_matrix(self.states.rows(fresh), shape)
-            if matrix.shape[1] == 1:
+            if not shape.is_fractional:  # one column; only a share chooses among GPUs (even on 1-GPU nodes)
                 row[fresh] = matrix[:, 0]
             else:
                 best = matrix.max(axis=1)
