@@ -52,6 +52,6 @@ def test_python_scores_equal_the_numpy_batches(
 def test_states_derived_from_their_parent_equal_a_derivation_from_scratch(busy_cluster: OpenbCluster) -> None:
     states = busy_cluster.states
     assert states.underived == 0 and states.size > 2000
-    derived = states.packed[: states.size].copy()
+    derived = states.rows(np.arange(states.size))
     again = states._derive(derived.copy())
     assert np.array_equal(again, derived)

@@ -84,5 +84,5 @@ def test_fgd_places_as_the_literal_definition(
         fgd_module.SCALAR_UP_TO = saved
     states = cluster.states
     derived = np.flatnonzero(states.ready[: states.size])
-    rows = states.packed[derived]
+    rows = states.rows(derived)
     assert np.array_equal(states._derive(rows.copy()), rows)

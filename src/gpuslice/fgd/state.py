@@ -55,6 +55,9 @@ class StateTable:
         self.underived = 0  # interned states without derived columns: none lets `rows` skip its check
         self._cpu_levels: list[int] = tasks.cpu_levels.tolist()
         self._lists: list[list[int]] = []  # derived rows as Python lists for the scalar paths ([]: not made)
+        self._keys: list[tuple[int, int, tuple[int, ...]]] = []  # (model, cpu, GPUs) of every state
+        self._written = 0  # states below this id have their model, CPU and GPUs in `packed`
+        self.contribution_by_free = np.ascontiguousarray(tasks.contribution.transpose(0, 2, 1))  # [model, v, rank]
 
     @property
     def capacity(self) -> int:
@@ -68,20 +71,32 @@ class StateTable:
             return sid
         sid = self.size
         if sid == self.capacity:
+            self._write()
             self.packed = np.concatenate([self.packed, np.zeros_like(self.packed)])
             self.ready = np.concatenate([self.ready, np.zeros_like(self.ready)])
-        row = self.packed[sid]
-        row[self.MODEL] = model
-        row[self.CPU] = cpu
-        row[self.gpu_cols] = gpus_desc
         self._index[key] = sid
+        self._keys.append(key)
         self._lists.append([])
         self.size += 1
         self.underived += 1
         return sid
 
+    def _write(self) -> None:
+        """Put the model, CPU and GPUs of the states interned since the last call into `packed`, in one
+        vectorised step (a row written per bind would cost more than the rest of the bind)."""
+        start, stop = self._written, self.size
+        if start == stop:
+            return
+        keys = self._keys[start:stop]
+        rows = self.packed[start:stop]  # a view
+        rows[:, self.MODEL] = [key[0] for key in keys]
+        rows[:, self.CPU] = [key[1] for key in keys]
+        rows[:, self.gpu_cols] = [key[2] for key in keys]
+        self._written = stop
+
     def ensure(self, sids: IntArray) -> None:
         """Compute the derived columns of the states among `sids` that lack them (vectorised)."""
+        self._write()
         todo = sids[~self.ready[sids]]
         if len(todo):
             self.packed[todo] = self._derive(self.packed[todo])
@@ -93,6 +108,7 @@ class StateTable:
 
     def rows(self, sids: IntArray) -> IntArray:
         """The packed rows of `sids`, derived columns included (one gather when they are already known)."""
+        self._write()
         rows = self.packed[sids]
         if not self.underived:
             return rows
@@ -155,28 +171,31 @@ class StateTable:
         if self.ready[child] or not self.ready[parent]:
             return
         packed = self.packed
-        row = packed[child]
-        model = int(row[self.MODEL])
+        model, cpu, gpus_desc = self._keys[child]
         by_rank = packed[parent, self.rank_cols]
         if gpus:
-            contribution = self.tasks.contribution[model]
-            by_rank = by_rank + gpus * (contribution[:, after] - contribution[:, before])
+            contribution = self.contribution_by_free[model]
+            by_rank = by_rank + gpus * (contribution[after] - contribution[before])
+        row = packed[child]
         row[self.rank_cols] = by_rank
-        rank = bisect.bisect_right(self._cpu_levels, int(row[self.CPU]))
+        rank = bisect.bisect_right(self._cpu_levels, cpu)
         fit = int(by_rank[rank])
+        multi: list[int] = []
         if self.multi_size:
             columns = packed[parent, self.multi_cols]
             if gpus:
                 columns = columns + gpus * (self.multi_table[after] - self.multi_table[before])
             row[self.multi_cols] = columns
             fit += int(self.multi_fit(model, rank, columns))
+            multi = columns.tolist()
         total = int(packed[parent, self.TOTAL]) - gpus * (before - after)
+        frag = total * self.tasks.total_weight - fit
         row[self.TOTAL] = total
         row[self.FIT] = fit
-        row[self.FRAG] = total * self.tasks.total_weight - fit
+        row[self.FRAG] = frag
         self.ready[child] = True
         self.underived -= 1
-        self._lists[child] = row.tolist()
+        self._lists[child] = [model, cpu, frag, fit, total, *by_rank.tolist(), *multi, *gpus_desc]
 
     def frag(self, sids: IntArray) -> IntArray:
         """Σ_m w_m F_n(m) of each state."""

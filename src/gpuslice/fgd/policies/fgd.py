@@ -84,7 +84,7 @@ class FgdScorer:
         self._allowed: dict[int, npt.NDArray[np.bool_]] = {}
         self._threshold_list: list[int] = self.thresholds.tolist()
         self._cpu_levels: list[int] = tasks.cpu_levels.tolist()
-        self._columns: dict[int, list[int]] = {}
+        self._columns: list[list[list[int]]] = [[[] for _ in range(self.ranks)] for _ in tasks.contribution]
         st = self.states
         size = st.multi_size
         # per model (index -1: no GPUs, as model 0) and CPU rank: the multi-GPU tasks that may run there, as
@@ -157,17 +157,16 @@ class FgdScorer:
 
     def column(self, model: int, rank: int) -> list[int]:
         """contribution[model, rank] as a Python list (converted once, when first used)."""
-        key = model * self.ranks + rank
-        column = self._columns.get(key)
-        if column is None:
-            column = self._columns[key] = self.contribution[model, rank].tolist()
+        column = self._columns[model][rank]
+        if not column:
+            column = self._columns[model][rank] = self.contribution[model, rank].tolist()
         return column
 
     def score_few(self, sids: IntArray, shape: Shape) -> None:
         """Score and cache the given states one by one: the same integers as `slot_matrix`, in Python."""
         st = self.states
         cache, best_slots = self.cache[shape.index], self.best_slots[shape.index]
-        thresholds, levels, columns, ranks = self._threshold_list, self._cpu_levels, self._columns, self.ranks
+        thresholds, levels, columns = self._threshold_list, self._cpu_levels, self._columns
         k, milli, cpu, mask, weight = shape.num_gpu, shape.gpu_milli, shape.cpu, shape.mask, self.total_weight
         checks_model = mask != self.cluster.all_models and k > 0
         fractional, multi, adjusts = shape.is_fractional, st.multi_size > 0, self.adjusts
@@ -190,7 +189,7 @@ class FgdScorer:
             base = taken + values[rank_start + rank] - values[fit_col]
             if adjusts:
                 base += self.adjustment(values[total_col], values[cpu_col], shape)
-            column = columns.get(model * ranks + rank) or self.column(model, rank)
+            column = columns[model][rank] or self.column(model, rank)
             if not fractional:
                 if k:
                     if values[whole_gpu] < milli:
