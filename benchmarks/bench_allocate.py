@@ -97,8 +97,8 @@ class HandlerTimes(PluginMetrics):
         super().__init__()
         self.seconds: list[float] = []
 
-    def allocated(self, resource: str, device_ids: list[list[str]], seconds: float) -> None:
-        super().allocated(resource, device_ids, seconds)
+    def allocated(self, resource: str, containers: int, seconds: float) -> None:
+        super().allocated(resource, containers, seconds)
         self.seconds.append(seconds)
 
 
