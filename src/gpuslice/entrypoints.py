@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
 from typing import Any
 
 MAX_REFERENCE = 200  # characters in a `module:Name` reference
@@ -15,6 +14,8 @@ class LoadError(ValueError):
 
 def installed(group: str) -> list[str]:
     """Names of the entry points installed packages declare in `group`, sorted."""
+    from importlib.metadata import entry_points  # package metadata costs ~15 ms: only when a name is looked up
+
     return sorted({point.name for point in entry_points(group=group)})
 
 
@@ -25,6 +26,8 @@ def load_object(reference: str, group: str) -> Any:
         raise LoadError(f"{reference[:60]!r}: give module:Name (1 to {MAX_REFERENCE} characters)")
     module_name, sep, attribute = text.partition(":")
     if not sep:
+        from importlib.metadata import entry_points
+
         points = [point for point in entry_points(group=group) if point.name == text]
         if not points:
             known = ", ".join(installed(group)) or "none installed"

@@ -1,5 +1,5 @@
-"""FGD's fast paths agree with each other: Python scoring of a few states equals the numpy batch (with and
-without GPU-value deduplication), and a state derived from its parent equals one derived from scratch."""
+"""FGD's fast paths agree with each other: Python scoring of a few states equals the numpy batch, and a
+state derived from its parent equals one derived from scratch."""
 
 from __future__ import annotations
 
@@ -30,25 +30,23 @@ def fresh_scorer(name: str, cluster: OpenbCluster, workload: Workload) -> fgd_mo
 
 @pytest.mark.parametrize("name", ["fgd", "fgd-cpu", "fgd-cpu-sym"])
 def test_python_scores_equal_the_numpy_batches(
-    busy_cluster: OpenbCluster, default_workload: Workload, name: str, monkeypatch: pytest.MonkeyPatch
+    busy_cluster: OpenbCluster, default_workload: Workload, name: str
 ) -> None:
     sids = np.random.default_rng(1).choice(busy_cluster.states.size, 500, replace=False)
-    for deduplicate_from in (10**9, 1):  # every state at once: without, then with, deduplication
-        monkeypatch.setattr(fgd_module, "DEDUPLICATE_FROM", deduplicate_from)
-        batch = fresh_scorer(name, busy_cluster, default_workload)
-        single = fresh_scorer(name, busy_cluster, default_workload)
-        checked = 0
-        for shape in default_workload.shapes.shapes:
-            matrix = batch.slot_matrix(busy_cluster.states.rows(sids), shape)
-            best = matrix.max(axis=1)
-            single.score_few(sids.tolist(), shape)
-            assert single.cache[shape.index, sids].tolist() == best.tolist(), shape
-            if matrix.shape[1] > 1:
-                valid = best >= 0
-                bits = (matrix == best[:, None]) @ batch.slot_bits[: matrix.shape[1]]
-                assert single.best_slots[shape.index, sids][valid].tolist() == bits[valid].tolist(), shape
-            checked += int((best != INFEASIBLE).sum())
-        assert checked > 5_000  # feasible (state, shape) pairs, not just infeasible ones
+    batch = fresh_scorer(name, busy_cluster, default_workload)
+    single = fresh_scorer(name, busy_cluster, default_workload)
+    checked = 0
+    for shape in default_workload.shapes.shapes:
+        matrix = batch.slot_matrix(busy_cluster.states.rows(sids), shape)
+        best = matrix.max(axis=1)
+        single.score_few(sids, shape)
+        assert single.cache[shape.index, sids].tolist() == best.tolist(), shape
+        if matrix.shape[1] > 1:
+            valid = best >= 0
+            bits = (matrix == best[:, None]) @ batch.slot_bits[: matrix.shape[1]]
+            assert single.best_slots[shape.index, sids][valid].tolist() == bits[valid].tolist(), shape
+        checked += int((best != INFEASIBLE).sum())
+    assert checked > 5_000  # feasible (state, shape) pairs, not just infeasible ones
 
 
 def test_states_derived_from_their_parent_equal_a_derivation_from_scratch(busy_cluster: OpenbCluster) -> None:

@@ -90,7 +90,7 @@ class TaskArrays:
     @cached_property
     def cpu_levels(self) -> IntArray:
         """The distinct task CPU requests, ascending: a CPU amount's rank is how many of them it covers."""
-        return np.unique(self.cpu)
+        return np.array(sorted(set(self.cpu.tolist())), dtype=np.int64)  # np.unique would import numpy.ma (~15 ms)
 
     @cached_property
     def runs_by_rank(self) -> npt.NDArray[np.bool_]:
@@ -100,6 +100,31 @@ class TaskArrays:
         ranks = np.arange(len(self.cpu_levels) + 1)
         usable = np.concatenate([self.usable, self.usable[:1]])
         return usable[:, None, :] & (rank_of_task[None, None, :] < ranks[None, :, None])
+
+    @cached_property
+    def multi(self) -> IntArray:
+        """The tasks that need two GPUs or more, ascending. Only they need per-task columns in a node state."""
+        return np.flatnonzero(self.num_gpu >= 2)
+
+    @cached_property
+    def contribution(self) -> IntArray:
+        """[model, rank, v]: what one GPU with v free milli (0..1000) adds to Σ_t w_t (milli task t can use),
+        summed over the one-GPU tasks t allowed on that model that fit in CPU of that rank.
+
+        A one-GPU task runs exactly when some GPU fits it, so over those tasks the fitting sum is a sum over
+        the node's GPUs, and a pod that changes one GPU from v to v' changes it by
+        `contribution[model, rank, v'] - contribution[model, rank, v]` at every rank. Tasks that need several
+        GPUs also need enough fitting GPUs, which is not additive: they keep per-task columns (`multi`)."""
+        single = self.num_gpu == 1
+        levels = np.array(sorted(set(self.gpu_milli[single].tolist())), dtype=np.int64)  # distinct, ascending
+        level_of = np.searchsorted(levels, self.gpu_milli)
+        one_hot = (single[:, None] & (level_of[:, None] == np.arange(len(levels)))).astype(np.int64)
+        weighted_runs = self.runs_by_rank.astype(np.int64) * self.weight  # [model, rank, task]
+        per_level = weighted_runs @ one_hot  # [model, rank, level]: the weight of the tasks asking that milli
+        cumulative = np.concatenate([np.zeros((*per_level.shape[:2], 1), np.int64), per_level.cumsum(axis=2)], 2)
+        free = np.arange(MILLI + 1, dtype=np.int64)
+        covered = np.searchsorted(levels, free, side="right")  # how many levels a GPU with v free fits
+        return np.asarray(cumulative[:, :, covered] * free, dtype=np.int64)
 
     def cpu_runs(self, model: IntArray, cpu_free: IntArray) -> npt.NDArray[np.bool_]:
         """(..., T): task t may use the node's model and fits in its free CPU."""

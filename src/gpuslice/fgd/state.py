@@ -22,26 +22,39 @@ IntArray = npt.NDArray[np.int64]
 
 class StateTable:
     """Interned node states. Row `sid` of `packed` holds [model, cpu, Σ_m w_m F_n(m), Σ_m w_m (milli task m
-    can use), total free, per-task fitting milli, per-task fitting GPU count, free milli per GPU slot (high to
-    low)]; the columns from FRAG up to the GPU slots are derived, filled in batches when first needed."""
+    can use), total free, the one-GPU tasks' fitting sum at each CPU rank, per multi-GPU task its fitting
+    milli, then its fitting GPU count, free milli per GPU slot (high to low)]; the columns from FRAG up to
+    the GPU slots are derived, filled in batches when first needed.
+
+    The one-GPU tasks' fitting sum is kept for every CPU rank (not only the node's own) because a pod that
+    takes CPU moves the node to a lower rank: the sum there is one lookup, and a pod that changes one GPU
+    changes every rank's sum by one row of `TaskArrays.contribution`.
+    """
 
     MODEL, CPU, FRAG, FIT, TOTAL = 0, 1, 2, 3, 4
 
-    def __init__(self, tasks: TaskArrays, slots: int, capacity: int = 4096) -> None:
+    def __init__(self, tasks: TaskArrays, slots: int, capacity: int = 8192) -> None:
         self.tasks = tasks
         self.slots = slots
-        ntasks = tasks.size
-        self.sums_cols = slice(self.TOTAL, self.TOTAL + 1 + 2 * ntasks)  # laid out as TaskArrays.free_sums
-        self.big_cols = slice(self.TOTAL + 1, self.TOTAL + 1 + ntasks)
-        self.count_cols = slice(self.TOTAL + 1 + ntasks, self.TOTAL + 1 + 2 * ntasks)
-        self.task_cols = slice(self.TOTAL + 1, self.TOTAL + 1 + 2 * ntasks)  # big then count, side by side
-        self.gpu_cols = slice(self.sums_cols.stop, self.sums_cols.stop + slots)
+        self.ranks = len(tasks.cpu_levels) + 1
+        self.rank_cols = slice(self.TOTAL + 1, self.TOTAL + 1 + self.ranks)
+        multi = tasks.multi
+        self.multi_size = len(multi)
+        self.multi_big_cols = slice(self.rank_cols.stop, self.rank_cols.stop + self.multi_size)
+        self.multi_cols = slice(self.rank_cols.stop, self.rank_cols.stop + 2 * self.multi_size)  # big, count
+        self.gpu_cols = slice(self.multi_cols.stop, self.multi_cols.stop + slots)
+        free_table = tasks.free_table  # [v, per task fitting milli, per task fit] for one GPU with v free
+        self.multi_table = np.concatenate([free_table[:, 1 + multi], free_table[:, 1 + tasks.size + multi]], axis=1)
+        self.multi_runs = tasks.runs_by_rank[:, :, multi]  # [model, rank, multi task]
+        self.multi_need = tasks.num_gpu[multi]
+        self.multi_weight = tasks.weight[multi]
         self.size = 0
         self._index: dict[tuple[int, int, tuple[int, ...]], int] = {}
         self.packed = np.zeros((capacity, self.gpu_cols.stop), dtype=np.int64)
         self.ready = np.zeros(capacity, dtype=bool)
         self.underived = 0  # interned states without derived columns: none lets `rows` skip its check
         self._cpu_levels: list[int] = tasks.cpu_levels.tolist()
+        self._lists: list[list[int]] = []  # derived rows as Python lists for the scalar paths ([]: not made)
 
     @property
     def capacity(self) -> int:
@@ -62,6 +75,7 @@ class StateTable:
         row[self.CPU] = cpu
         row[self.gpu_cols] = gpus_desc
         self._index[key] = sid
+        self._lists.append([])
         self.size += 1
         self.underived += 1
         return sid
@@ -97,39 +111,72 @@ class StateTable:
         self._mark_ready(todo)
         return rows
 
+    def row_lists(self, sids: list[int]) -> list[list[int]]:
+        """`rows(sids)` as Python lists (kept once made: a state never changes)."""
+        lists = self._lists
+        found = [lists[sid] for sid in sids]
+        if not all(found):
+            todo = [sid for sid, values in zip(sids, found, strict=True) if not values]
+            for sid, values in zip(todo, self.rows(np.array(todo, dtype=np.int64)).tolist(), strict=True):
+                lists[sid] = values
+            found = [lists[sid] for sid in sids]
+        return found
+
+    def multi_fit(self, model: IntArray | int, rank: IntArray | int, columns: IntArray) -> IntArray:
+        """Σ w_t (fitting milli) over the multi-GPU tasks that run: model allowed, CPU rank enough, and at
+        least as many fitting GPUs as the task needs. `columns` (..., big | count) broadcasts with model/rank."""
+        size = self.multi_size
+        runs = self.multi_runs[model, rank] & (columns[..., size:] >= self.multi_need)
+        return np.asarray((columns[..., :size] * runs) @ self.multi_weight, dtype=np.int64)
+
     def _derive(self, rows: IntArray) -> IntArray:
         """Fill the derived columns of `rows` in place (and return it)."""
         tasks = self.tasks
-        sums = tasks.free_sums(rows[:, self.gpu_cols])
-        rows[:, self.sums_cols] = sums
-        n = tasks.size
-        fit = tasks.fitting_sum(rows[:, self.MODEL], rows[:, self.CPU], sums[:, 1 : 1 + n], sums[:, 1 + n :])
+        gpus = rows[:, self.gpu_cols]
+        model = rows[:, self.MODEL]
+        by_rank = tasks.contribution[model[:, None], :, gpus].sum(axis=1)  # (states, ranks)
+        rows[:, self.rank_cols] = by_rank
+        rank = np.searchsorted(tasks.cpu_levels, rows[:, self.CPU], side="right")
+        fit = by_rank[np.arange(len(rows)), rank]
+        if self.multi_size:
+            columns = self.multi_table[gpus].sum(axis=1)
+            rows[:, self.multi_cols] = columns
+            fit = fit + self.multi_fit(model, rank, columns)
+        total = gpus.sum(axis=1)
+        rows[:, self.TOTAL] = total
         rows[:, self.FIT] = fit
-        rows[:, self.FRAG] = sums[:, 0] * tasks.total_weight - fit
+        rows[:, self.FRAG] = total * tasks.total_weight - fit
         return rows
 
-    def derive_child(self, child: int, parent: int, taken: int, task_change: IntArray | None) -> None:
-        """Derive state `child` from the derived state `parent` that one pod turned into it: its GPUs lost
-        `taken` milli and its task columns (fitting milli, then fitting-GPU counts) change by `task_change`
-        (None: the pod took no GPU). Exactly what `_derive` computes, for the cost of a few small steps."""
+    def derive_child(self, child: int, parent: int, gpus: int, before: int, after: int) -> None:
+        """Derive state `child` from the derived state `parent` that one pod turned into it: `gpus` of its
+        GPUs went from `before` to `after` free milli (0 GPUs: the pod took CPU only). Exactly what `_derive`
+        computes, for the cost of a few small steps."""
         if self.ready[child] or not self.ready[parent]:
             return
-        tasks, packed = self.tasks, self.packed
+        packed = self.packed
         row = packed[child]
-        columns = packed[parent, self.task_cols]
-        if task_change is not None:
-            columns = columns + task_change
-        row[self.task_cols] = columns
-        ntasks = tasks.size
+        model = int(row[self.MODEL])
+        by_rank = packed[parent, self.rank_cols]
+        if gpus:
+            contribution = self.tasks.contribution[model]
+            by_rank = by_rank + gpus * (contribution[:, after] - contribution[:, before])
+        row[self.rank_cols] = by_rank
         rank = bisect.bisect_right(self._cpu_levels, int(row[self.CPU]))
-        runs = tasks.runs_by_rank[row[self.MODEL], rank] & (columns[ntasks:] >= tasks.num_gpu)
-        fit = int((columns[:ntasks] * runs) @ tasks.weight)
-        total = int(packed[parent, self.TOTAL]) - taken
+        fit = int(by_rank[rank])
+        if self.multi_size:
+            columns = packed[parent, self.multi_cols]
+            if gpus:
+                columns = columns + gpus * (self.multi_table[after] - self.multi_table[before])
+            row[self.multi_cols] = columns
+            fit += int(self.multi_fit(model, rank, columns))
+        total = int(packed[parent, self.TOTAL]) - gpus * (before - after)
         row[self.TOTAL] = total
         row[self.FIT] = fit
-        row[self.FRAG] = total * tasks.total_weight - fit
+        row[self.FRAG] = total * self.tasks.total_weight - fit
         self.ready[child] = True
         self.underived -= 1
+        self._lists[child] = row.tolist()
 
     def frag(self, sids: IntArray) -> IntArray:
         """Σ_m w_m F_n(m) of each state."""

@@ -20,8 +20,8 @@ from gpuslice.gpu.units import MILLI
 
 UNKNOWN = -2
 INFEASIBLE = -1
-SCALAR_UP_TO = 6  # states per batch up to which plain Python scores them faster than numpy
-DEDUPLICATE_FROM = 32  # states per batch from which scoring each distinct GPU value once pays for its extra steps
+MEMORY_RETRIES = 4  # best nodes short of memory passed over one by one before masking all such nodes
+SCALAR_UP_TO = 40  # states per batch up to which plain Python scores them faster than numpy
 IntArray = npt.NDArray[np.int64]
 
 
@@ -58,49 +58,55 @@ class FgdScorer:
     for fractional shapes it also remembers which sorted GPU slots reach the best score, so that
     `choose_gpu` binds the lowest-indexed physical GPU among them without rescoring.
 
-    Per-call numpy overhead, not arithmetic, bounds the speed (a call scores ~15 states), so every rule
-    that depends on a small integer is a table lookup built once: whether each task still runs after the
-    pod takes CPU (by model and CPU rank), whether the pod's model constraint admits a state, and how one
-    GPU of v free milli changes each task's fitting sum and count when a fractional pod takes its share.
+    A pod changes `gpus` GPUs from `before` to `after` free milli (a share: one GPU, v to v - milli; whole
+    GPUs: 1000 to 0; CPU only: none) and moves the node to the CPU rank of its CPU left. The one-GPU tasks'
+    fitting sum there is the state's column for that rank plus `gpus` differences of one contribution
+    row (see `TaskArrays.contribution`), so a (state, placement) costs a few lookups; only tasks that need
+    several GPUs (none in most openb workloads) are summed task by task.
     """
+
+    adjusts = False  # whether `adjustment` adds anything (the Python path skips the call when not)
 
     def __init__(self, cluster: OpenbCluster, num_shapes: int) -> None:
         self.cluster = cluster
         self.states: StateTable = cluster.states
         tasks = cluster.states.tasks
-        self.task_cpu, self.task_milli, self.task_count = tasks.cpu, tasks.gpu_milli, tasks.num_gpu
-        self.task_weight, self.usable, self.total_weight = tasks.weight, tasks.usable, tasks.total_weight
+        self.total_weight = tasks.total_weight
         self.thresholds = score_thresholds(tasks.total_weight)
         self.slot_bits = np.left_shift(1, np.arange(cluster.slots, dtype=np.int64))
         self.cache = np.full((num_shapes, self.states.capacity), UNKNOWN, dtype=np.int16)
         self.best_slots = np.zeros((num_shapes, self.states.capacity), dtype=np.int64)
-        self.num_models = len(self.usable)
+        self.num_models = len(tasks.usable)
+        self.levels = tasks.cpu_levels
+        self.ranks = self.states.ranks
+        self.contribution = tasks.contribution
+        self.flat_contribution = tasks.contribution.reshape(-1)
         self._allowed: dict[int, npt.NDArray[np.bool_]] = {}
-        self._share_tables: dict[int, IntArray] = {}
-        self._whole_changes: dict[int, IntArray] = {}
         self._threshold_list: list[int] = self.thresholds.tolist()
-        self._share_lists: dict[int, list[int]] = {}
-        # per model (index -1: no GPUs, as model 0) and CPU rank: the tasks that may run there, as
-        # (fitting-milli column, count column, share-table offsets, weight, GPUs needed) for the scalar path
-        st, ntasks = self.states, tasks.size
         self._cpu_levels: list[int] = tasks.cpu_levels.tolist()
-        self._runnable: list[list[list[tuple[int, int, int, int, int, int]]]] = [
+        self._columns: dict[int, list[int]] = {}
+        st = self.states
+        size = st.multi_size
+        # per model (index -1: no GPUs, as model 0) and CPU rank: the multi-GPU tasks that may run there, as
+        # (fitting-milli column, count column, index into a change of the multi columns, weight, GPUs needed)
+        self._multi_runnable: list[list[list[tuple[int, int, int, int, int, int]]]] = [
             [
                 [
                     (
-                        st.big_cols.start + t,
-                        st.count_cols.start + t,
-                        t,
-                        ntasks + t,
-                        int(tasks.weight[t]),
-                        int(tasks.num_gpu[t]),
+                        st.multi_cols.start + j,
+                        st.multi_cols.start + size + j,
+                        j,
+                        size + j,
+                        int(st.multi_weight[j]),
+                        int(st.multi_need[j]),
                     )
-                    for t in np.flatnonzero(by_rank).tolist()
+                    for j in np.flatnonzero(by_rank).tolist()
                 ]
                 for by_rank in by_model
             ]
-            for by_model in tasks.runs_by_rank
+            for by_model in st.multi_runs
         ]
+        self._multi_table_lists: list[list[int]] = st.multi_table.tolist() if size else []
 
     def _grow(self) -> None:
         shapes, old = self.cache.shape
@@ -111,25 +117,26 @@ class FgdScorer:
         self.cache, self.best_slots = cache, best
 
     def node_scores(self, shape: Shape) -> npt.NDArray[np.int16]:
+        """Every node's score for `shape` (a fresh array the caller may change)."""
         if self.cache.shape[1] < self.states.capacity:
             self._grow()
         row = self.cache[shape.index]
         ids = self.cluster.state
-        scores: npt.NDArray[np.int16] = row[ids]
+        scores: npt.NDArray[np.int16] = row.take(ids)
         missing = ids[scores == UNKNOWN]
         if len(missing) > SCALAR_UP_TO:
-            fresh = np.unique(missing) if len(missing) > 64 else missing  # a few repeats cost less than unique
+            fresh = np.array(sorted(set(missing.tolist())), dtype=np.int64)  # np.unique would import numpy.ma
             matrix = self.slot_matrix(self.states.rows(fresh), shape)
-            if matrix.shape[1] == 1:
+            if not shape.is_fractional:  # one column; only a share chooses among GPUs (even on 1-GPU nodes)
                 row[fresh] = matrix[:, 0]
             else:
                 best = matrix.max(axis=1)
                 row[fresh] = best
                 self.best_slots[shape.index, fresh] = (matrix == best[:, None]) @ self.slot_bits[: matrix.shape[1]]
-            scores = row[ids]
+            scores = row.take(ids)
         elif len(missing):  # a few states: plain Python beats numpy's per-call cost
-            self.score_few(missing.tolist(), shape)
-            scores = row[ids]
+            self.score_few(missing, shape)
+            scores = row.take(ids)
         return scores
 
     def slot_matrix(self, rows: IntArray, shape: Shape) -> IntArray:
@@ -148,46 +155,61 @@ class FgdScorer:
     def adjustment(self, total: int, cpu: int, shape: Shape) -> int:
         return 0
 
-    def score_few(self, sids: list[int], shape: Shape) -> None:
+    def column(self, model: int, rank: int) -> list[int]:
+        """contribution[model, rank] as a Python list (converted once, when first used)."""
+        key = model * self.ranks + rank
+        column = self._columns.get(key)
+        if column is None:
+            column = self._columns[key] = self.contribution[model, rank].tolist()
+        return column
+
+    def score_few(self, sids: IntArray, shape: Shape) -> None:
         """Score and cache the given states one by one: the same integers as `slot_matrix`, in Python."""
         st = self.states
         cache, best_slots = self.cache[shape.index], self.best_slots[shape.index]
-        thresholds, levels, runnable = self._threshold_list, self._cpu_levels, self._runnable
-        k, milli, weight = shape.num_gpu, shape.gpu_milli, self.total_weight
-        checks_model = shape.mask != self.cluster.all_models and k > 0
-        gpu_start, gpu_stop = st.gpu_cols.start, st.gpu_cols.stop
-        rows = st.rows(np.array(sids, dtype=np.int64)).tolist()
-        for sid, values in zip(sids, rows, strict=True):
-            model, cpu_after = values[st.MODEL], values[st.CPU] - shape.cpu
-            if cpu_after < 0 or (checks_model and not (shape.mask >> max(model, 0)) & 1):
+        thresholds, levels, columns, ranks = self._threshold_list, self._cpu_levels, self._columns, self.ranks
+        k, milli, cpu, mask, weight = shape.num_gpu, shape.gpu_milli, shape.cpu, shape.mask, self.total_weight
+        checks_model = mask != self.cluster.all_models and k > 0
+        fractional, multi, adjusts = shape.is_fractional, st.multi_size > 0, self.adjusts
+        if not fractional and k > st.slots:
+            cache[sids] = INFEASIBLE
+            return
+        model_col, cpu_col, fit_col, total_col = st.MODEL, st.CPU, st.FIT, st.TOTAL
+        gpu_start, gpu_stop, rank_start = st.gpu_cols.start, st.gpu_cols.stop, st.rank_cols.start
+        whole_gpu = gpu_start + k - 1  # the k-th largest free GPU, which a whole-GPU pod needs full
+        taken = k * milli * weight
+        sid_list = sids.tolist()
+        for sid, values in zip(sid_list, st.row_lists(sid_list), strict=True):
+            model, cpu_after = values[model_col], values[cpu_col] - cpu
+            if cpu_after < 0 or (checks_model and not (mask >> max(model, 0)) & 1):
                 cache[sid] = INFEASIBLE
                 continue
-            tasks = runnable[model][bisect.bisect_right(levels, cpu_after)]
-            base = self.adjustment(values[st.TOTAL], values[st.CPU], shape) - values[st.FIT]
-            if not shape.is_fractional:
-                if k > st.slots or (k and values[gpu_start + k - 1] < milli):
-                    cache[sid] = INFEASIBLE
-                    continue
-                taken = k * milli
-                fitting = 0
-                for big, count, _, _, w, need in tasks:
-                    if values[count] >= need + k:
-                        fitting += w * (values[big] - taken)
-                cache[sid] = bisect.bisect_right(thresholds, fitting + taken * weight + base)
+            rank = bisect.bisect_right(levels, cpu_after)
+            # Δ = taken·W - FIT before + FIT after (+ a variant's adjustment); FIT after starts from the
+            # one-GPU tasks' sum at the new CPU rank with the GPUs unchanged
+            base = taken + values[rank_start + rank] - values[fit_col]
+            if adjusts:
+                base += self.adjustment(values[total_col], values[cpu_col], shape)
+            column = columns.get(model * ranks + rank) or self.column(model, rank)
+            if not fractional:
+                if k:
+                    if values[whole_gpu] < milli:
+                        cache[sid] = INFEASIBLE
+                        continue
+                    base += k * (column[MILLI - milli] - column[MILLI])
+                if multi:
+                    base += self.multi_after(values, model, rank, k, MILLI, MILLI - milli)
+                cache[sid] = bisect.bisect_right(thresholds, base)
                 continue
-            best, bits = INFEASIBLE, 0
-            seen: dict[int, int] = {}
+            best, bits, last, score = INFEASIBLE, 0, -1, INFEASIBLE
             for slot, free in enumerate(values[gpu_start:gpu_stop]):
                 if free < milli:
                     break  # sorted high to low: no later GPU fits either
-                score = seen.get(free)
-                if score is None:
-                    change = self.share_change(milli, free)
-                    fitting = 0
-                    for big, count, big_change, count_change, w, need in tasks:
-                        if values[count] + change[count_change] >= need:
-                            fitting += w * (values[big] + change[big_change])
-                    score = seen[free] = bisect.bisect_right(thresholds, fitting + milli * weight + base)
+                if free != last:  # equal free values are neighbours (sorted) and score the same
+                    delta = base + column[free - milli] - column[free]
+                    if multi:
+                        delta += self.multi_after(values, model, rank, 1, free, free - milli)
+                    score, last = bisect.bisect_right(thresholds, delta), free
                 if score > best:
                     best, bits = score, 1 << slot
                 elif score == best:
@@ -195,13 +217,16 @@ class FgdScorer:
             cache[sid] = best
             best_slots[sid] = bits
 
-    def share_change(self, milli: int, free: int) -> list[int]:
-        """Row `free` of `share_table(milli)` as a Python list (converted once, when first used)."""
-        key = milli * (MILLI + 1) + free
-        change = self._share_lists.get(key)
-        if change is None:
-            change = self._share_lists[key] = self.share_table(milli)[free].tolist()
-        return change
+    def multi_after(self, values: list[int], model: int, rank: int, gpus: int, before: int, after: int) -> int:
+        """The multi-GPU tasks' fitting sum after `gpus` GPUs of the state (`values`, a packed row) went from
+        `before` to `after` free milli, at CPU rank `rank`."""
+        table = self._multi_table_lists
+        change_after, change_before = table[after], table[before]
+        fitting = 0
+        for big, count, big_change, count_change, w, need in self._multi_runnable[model][rank]:
+            if values[count] + gpus * (change_after[count_change] - change_before[count_change]) >= need:
+                fitting += w * (values[big] + gpus * (change_after[big_change] - change_before[big_change]))
+        return fitting
 
     def allowed_models(self, mask: int) -> npt.NDArray[np.bool_]:
         """allowed[model]: the shape's model constraint admits it (index -1, no GPUs, reads model 0's bit)."""
@@ -211,70 +236,53 @@ class FgdScorer:
             allowed = self._allowed[mask] = np.array([*bits, bits[0]], dtype=bool)
         return allowed
 
-    def share_table(self, milli: int) -> IntArray:
-        """For a share of `milli` taken from one GPU with v free (v = 0..1000, the row index): per task the
-        change of its fitting milli, then per task the change of its count of fitting GPUs (the layout of
-        the state's task columns). Rows v < milli are never valid placements."""
-        table = self._share_tables.get(milli)
-        if table is None:
-            free = np.arange(MILLI + 1, dtype=np.int64)[:, None]
-            left = free - milli
-            fits_before, fits_after = free >= self.task_milli, left >= self.task_milli
-            big_change = left * fits_after - free * fits_before
-            count_change = fits_after.astype(np.int64) - fits_before
-            table = self._share_tables[milli] = np.concatenate([big_change, count_change], axis=1)
-        return table
-
-    def whole_change(self, count: int) -> IntArray:
-        """Task-column change when `count` fully free GPUs are taken: every task loses 1000 milli per GPU
-        and, unless it needs no GPU share (an empty GPU still "fits" it), one fitting GPU per GPU."""
-        change = self._whole_changes.get(count)
-        if change is None:
-            needs_share = (self.task_milli > 0).astype(np.int64)
-            change = np.concatenate([np.full(len(self.task_weight), -count * MILLI), -count * needs_share])
-            change = self._whole_changes[count] = change.astype(np.int64)
-        return change
-
     def slot_deltas(self, rows: IntArray, shape: Shape) -> tuple[IntArray, npt.NDArray[np.bool_]]:
         """Δ = Σ_m w_m (F_n(m) before - after) per (state, slot) and whether that placement is possible.
 
         With FIT = Σ_m w_m (milli task m can use) and F = total·W - FIT, a pod taking `taken` milli gives
         Δ = taken·W - FIT_before + FIT_after (exact integers)."""
         st = self.states
-        model, fit = rows[:, st.MODEL], rows[:, st.FIT]
+        model = rows[:, st.MODEL]
         k, milli = shape.num_gpu, shape.gpu_milli
         cpu_after = rows[:, st.CPU] - shape.cpu
         ok = cpu_after >= 0
         if shape.mask != self.cluster.all_models and k:
             ok &= self.allowed_models(shape.mask)[model]
-        cpu_runs = st.tasks.cpu_runs(model, cpu_after)
+        rank = np.searchsorted(self.levels, cpu_after, side="right")
+        count = len(rows)
+        base = rows[np.arange(count), st.rank_cols.start + rank] - rows[:, st.FIT]
+        line = (model * self.ranks + rank) * (MILLI + 1)  # where this state's contribution row starts
+        flat = self.flat_contribution
         if not shape.is_fractional:
             if k > st.slots:
-                return np.zeros((len(rows), 1), dtype=np.int64), np.zeros((len(rows), 1), dtype=bool)
+                return np.zeros((count, 1), dtype=np.int64), np.zeros((count, 1), dtype=bool)
             if k:
                 ok &= rows[:, st.gpu_cols.start + k - 1] >= milli
-            taken = k * milli  # k fully free GPUs: every GPU task loses k fitting GPUs of 1000 milli
-            runs = cpu_runs & (rows[:, st.count_cols] >= self.task_count + k)
-            delta = ((rows[:, st.big_cols] - taken) * runs) @ self.task_weight + (taken * self.total_weight - fit)
-            return delta[:, None], ok[:, None]
+                base = base + k * milli * self.total_weight + k * (flat[line + MILLI - milli] - flat[line + MILLI])
+            if st.multi_size:
+                base = base + self.multi_after_batch(rows, model, rank, k, MILLI, MILLI - milli)
+            return base[:, None], ok[:, None]
         gpus = rows[:, st.gpu_cols]
-        valid = ok[:, None] & (gpus >= milli)
-        table, ntasks, base = self.share_table(milli), len(self.task_weight), milli * self.total_weight - fit
-        if len(rows) < DEDUPLICATE_FROM:
-            after = rows[:, None, st.task_cols] + table[gpus]  # (states, slots, big | count)
-            runs = cpu_runs[:, None, :] & (after[:, :, ntasks:] >= self.task_count)
-            return (after[:, :, :ntasks] * runs) @ self.task_weight + base[:, None], valid
-        # many states: score each distinct free value of a state once (GPUs are sorted, so equal values are
-        # runs) and copy the score along its run; idle 8-GPU nodes have one value, not eight
-        starts = np.ones(gpus.shape, dtype=bool)
-        starts[:, 1:] = gpus[:, 1:] != gpus[:, :-1]
-        state_of, slot_of = np.nonzero(starts & valid)
-        after = rows[state_of, st.task_cols] + table[gpus[state_of, slot_of]]
-        runs = cpu_runs[state_of] & (after[:, ntasks:] >= self.task_count)
-        delta = np.zeros(gpus.shape, dtype=np.int64)
-        delta[state_of, slot_of] = (after[:, :ntasks] * runs) @ self.task_weight + base[state_of]
-        run_start = np.maximum.accumulate(np.where(starts, np.arange(gpus.shape[1]), 0), axis=1)
-        return np.take_along_axis(delta, run_start, axis=1), valid
+        left = gpus - milli
+        valid = ok[:, None] & (left >= 0)
+        left = np.maximum(left, 0)
+        line = line[:, None]
+        delta = (base + milli * self.total_weight)[:, None] + flat[line + left] - flat[line + gpus]
+        if st.multi_size:
+            delta = delta + self.multi_after_batch(rows, model, rank, 1, gpus, left)
+        return delta, valid
+
+    def multi_after_batch(
+        self, rows: IntArray, model: IntArray, rank: IntArray, gpus: int, before: IntArray | int, after: IntArray | int
+    ) -> IntArray:
+        """`multi_after` for many states at once; `before`/`after` are per state or per (state, slot)."""
+        st = self.states
+        table = st.multi_table
+        change = gpus * (table[after] - table[before])
+        columns = rows[:, st.multi_cols]
+        if np.ndim(before) == 2:  # per (state, slot)
+            return st.multi_fit(model[:, None], rank[:, None], columns[:, None, :] + change)
+        return st.multi_fit(model, rank, columns + change)
 
     def choose_gpu(self, node: int, shape: Shape) -> int:
         """The physical GPU whose placement scores best; the lowest index among equal integer scores."""
@@ -309,9 +317,19 @@ class FgdPolicy:
         if scores[node] < 0:
             return None
         if cluster.memory_list[node] < memory:
-            node = argmax_or_none(np.where(cluster.memory >= memory, scores, INFEASIBLE))
-            if node < 0:
-                return None
+            # the first best node with the memory: usually the next best, so mask a few one by one before
+            # masking every node short of memory at once
+            for _ in range(MEMORY_RETRIES):
+                scores[node] = INFEASIBLE
+                node = int(scores.argmax())
+                if scores[node] < 0:
+                    return None
+                if cluster.memory_list[node] >= memory:
+                    break
+            else:
+                node = argmax_or_none(np.where(cluster.memory >= memory, scores, INFEASIBLE))
+                if node < 0:
+                    return None
         self.chosen_state = cluster.state_list[node]
         return Placement(node, self.gpus_for(node, shape))
 
@@ -329,10 +347,6 @@ class FgdPolicy:
         if parent < 0:
             return
         node, gpus = placement
-        if not gpus:
-            change = None
-        elif shape.is_fractional:
-            change = self.scorer.share_table(shape.gpu_milli)[self.cluster.gpu_rows[node][gpus[0]] + shape.gpu_milli]
-        else:
-            change = self.scorer.whole_change(len(gpus))
-        self.cluster.states.derive_child(self.cluster.state_list[node], parent, shape.gpu_milli * len(gpus), change)
+        after = self.cluster.gpu_rows[node][gpus[0]] if gpus else 0
+        states = self.cluster.states
+        states.derive_child(self.cluster.state_list[node], parent, len(gpus), after + shape.gpu_milli, after)

@@ -34,6 +34,8 @@ def cpu_per_gpu_milli(tasks: TaskArrays) -> float:
 
 
 class CpuAwareFgdScorer(FgdScorer):
+    adjusts = True
+
     def __init__(self, cluster: OpenbCluster, num_shapes: int, reward_relief: bool) -> None:
         super().__init__(cluster, num_shapes)
         self.kappa = cpu_per_gpu_milli(cluster.states.tasks)
