@@ -23,11 +23,12 @@ from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin.app import AppOptions, PluginApp
 from gpuslice.plugin.metrics import PluginMetrics
 from gpuslice.plugin.naming import socket_name
+from gpuslice.plugin.rpc_limits import MAX_STREAMS_PER_RESOURCE, server_options
 from gpuslice.plugin.server import DEFAULT_WORKERS
 from gpuslice.wire import deviceplugin_grpc, deviceplugin_pb2
 
-ROUNDS = 10
-CALLS_PER_ROUND = 200
+ROUNDS = 20
+CALLS_PER_ROUND = 200  # pairs: one call to each side, back to back
 WARMUP = 300
 ADMISSIONS = 200
 GOAL = 1.1
@@ -71,6 +72,21 @@ def _timed(call: Callable[[], Any], count: int, into: list[float]) -> None:
         into.append(clock() - started)
 
 
+def _alternated(
+    first: Callable[[], Any], second: Callable[[], Any], count: int, into: tuple[list[float], list[float]]
+) -> None:
+    """`count` pairs of calls, `first` then `second`, each call timed into its own list."""
+    clock = time.perf_counter
+    first_s, second_s = into
+    for _ in range(count):
+        started = clock()
+        first()
+        middle = clock()
+        second()
+        first_s.append(middle - started)
+        second_s.append(clock() - middle)
+
+
 class FixedAnswer(deviceplugin_grpc.DevicePluginServicer):  # type: ignore[misc]
     """The floor: a servicer that answers every Allocate with one prepared response."""
 
@@ -82,8 +98,11 @@ class FixedAnswer(deviceplugin_grpc.DevicePluginServicer):  # type: ignore[misc]
 
 
 def _floor_server(path: Path, response: deviceplugin_pb2.AllocateResponse) -> tuple[Any, ThreadPoolExecutor]:
-    executor = ThreadPoolExecutor(max_workers=DEFAULT_WORKERS, thread_name_prefix="bench-floor")  # as the plugin
-    server = grpc.server(executor)
+    # the plugin's pool size and server options (its request size cap), so that only the handler differs
+    executor = ThreadPoolExecutor(
+        max_workers=DEFAULT_WORKERS + MAX_STREAMS_PER_RESOURCE, thread_name_prefix="bench-floor"
+    )
+    server = grpc.server(executor, options=server_options())
     deviceplugin_grpc.add_DevicePluginServicer_to_server(FixedAnswer(response), server)  # type: ignore[no-untyped-call]
     server.add_insecure_port(f"unix:{path}")
     server.start()
@@ -97,8 +116,8 @@ class HandlerTimes(PluginMetrics):
         super().__init__()
         self.seconds: list[float] = []
 
-    def allocated(self, resource: str, device_ids: list[list[str]], seconds: float) -> None:
-        super().allocated(resource, device_ids, seconds)
+    def allocated(self, resource: str, containers: int, seconds: float) -> None:
+        super().allocated(resource, containers, seconds)
         self.seconds.append(seconds)
 
 
@@ -163,12 +182,16 @@ def _measure(mode: Mode, workdir: Path) -> Measured:
             _timed(ours, WARMUP, [])
             _timed(floor, WARMUP, [])
             observer.seconds.clear()
-            for _ in range(ROUNDS):  # interleaved, so drift in machine load hits both sides alike
+            # Call by call, so that a change of machine load hits both sides alike; which side goes first
+            # changes every round, so that neither always follows the other's leftover work.
+            for number in range(ROUNDS):
                 gc.collect()
                 gc.disable()  # as timeit does: a collection landing in one side's round is noise, not cost
                 try:
-                    _timed(ours, CALLS_PER_ROUND, ours_s)
-                    _timed(floor, CALLS_PER_ROUND, floor_s)
+                    if number % 2:
+                        _alternated(floor, ours, CALLS_PER_ROUND, (floor_s, ours_s))
+                    else:
+                        _alternated(ours, floor, CALLS_PER_ROUND, (ours_s, floor_s))
                 finally:
                     gc.enable()
             inside = list(observer.seconds)
@@ -207,8 +230,11 @@ def main() -> list[Figure]:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     load = os.getloadavg()[0]
-    print(f"{ROUNDS} interleaved rounds of {CALLS_PER_ROUND} calls per side; {os.cpu_count()} CPUs, load {load:.2f}")
-    print("floor: a bare grpcio server answering the same Allocate with the plugin's response, prepared once")
+    print(
+        f"{ROUNDS} rounds of {CALLS_PER_ROUND} call pairs (ours and the floor's, alternated call by call); "
+        f"{os.cpu_count()} CPUs, load {load:.2f}"
+    )
+    print("floor: a bare grpcio server (the plugin's pool size and options) answering with the plugin's response")
     header = f"{'mode':<18}{'devices':>8}{'ours p50':>10}{'floor p50':>10}{'ratio':>7}{'ours p99':>10}"
     print(f"{header}{'floor p99':>10}{'handler p50':>12}{'admission p50':>14}  (us)")
     for r in results:

@@ -189,7 +189,7 @@ def _streams_in_process(workdir: Path) -> None:
     node = load_node_spec("preset:dgx-h100").node
     (resource,) = build_resources(node, parse_config_text(CONFIG).config).resources
     folder = workdir / "inproc"
-    server = ResourceServer(ResourceService(StaticAllocator(resource, HealthStore(node))), folder, max_streams=STREAMS)
+    server = ResourceServer(ResourceService(StaticAllocator(resource, HealthStore(node)), max_streams=STREAMS), folder)
     server.start()
     try:
         _streams_vs_allocate(server.socket_path, resource.devices[0].id, f"in-process server, cap {STREAMS}")

@@ -71,7 +71,7 @@ def test_a_closed_stream_frees_its_slot(server: ResourceServer) -> None:
         assert len(opened) == MAX_STREAMS_PER_RESOURCE and len(refused) == 1
         opened[0].cancel()
         deadline = time.monotonic() + 5
-        while server.limits.streams.open >= MAX_STREAMS_PER_RESOURCE and time.monotonic() < deadline:
+        while server.service.open_streams >= MAX_STREAMS_PER_RESOURCE and time.monotonic() < deadline:
             time.sleep(0.02)
         again, refused = open_streams(client, 1)
         assert len(again) == 1 and refused == [], "a slot freed by a cancelled stream is reused"

@@ -24,7 +24,7 @@ CONTROL_DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-to
 
 
 def validate_request(
-    resource: Resource, device_ids: Sequence[str], unhealthy: Collection[str] = frozenset(), container: int = 0
+    resource: Resource, device_ids: Sequence[str], unhealthy: Collection[str] = frozenset()
 ) -> tuple[AdvertisedDevice, ...]:
     """The advertised devices behind `device_ids`, or the first AllocationError found.
 
@@ -63,10 +63,15 @@ def allocate_container(
     device_ids: Sequence[str],
     unhealthy: Collection[str] = frozenset(),
     options: AllocateOptions | None = None,
-    container: int = 0,
 ) -> ContainerAllocation:
     """Validate one container request and build its answer."""
-    devices = validate_request(resource, device_ids, unhealthy, container)
+    return container_answer(resource, validate_request(resource, device_ids, unhealthy), options)
+
+
+def container_answer(
+    resource: Resource, devices: tuple[AdvertisedDevice, ...], options: AllocateOptions | None = None
+) -> ContainerAllocation:
+    """The answer for one container's devices, already validated by `validate_request` (not checked again)."""
     first: dict[str, AdvertisedDevice] = {}
     for device in devices:
         first.setdefault(device.physical_id, device)
@@ -98,11 +103,7 @@ def allocate(
     """Answer an Allocate call (one entry per container); raises the first AllocationError."""
     if not requests:
         raise EmptyRequest(resource.name)
-    return AllocationAnswer(
-        tuple(
-            allocate_container(resource, ids, unhealthy, options, container) for container, ids in enumerate(requests)
-        )
-    )
+    return AllocationAnswer(tuple(allocate_container(resource, ids, unhealthy, options) for ids in requests))
 
 
 def visible_devices_step(context: AllocationContext) -> ContainerEdits:

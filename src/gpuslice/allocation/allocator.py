@@ -35,12 +35,20 @@ class Allocator(Protocol):
         """Answer one Allocate call (one request per container) as plain data."""
         ...
 
+    @property
+    def repeatable_answers(self) -> bool:
+        """True when `allocate` gives an equal answer to an equal request until the next listener call or
+        `set_options` (it depends on nothing else and does nothing), so a front end may answer a repeated
+        request from memory and forget that memory at each of those; False when every call must run."""
+        ...
+
     def set_options(self, options: AllocateOptions) -> None:
         """Build later answers with new options (a config reload); calls in flight keep the old ones."""
         ...
 
     def add_listener(self, listener: Listener) -> Callable[[], None]:
-        """Call `listener()` whenever the listing may have changed; returns a function that removes it."""
+        """Call `listener()` whenever the listing or an answer may have changed (after the change); returns a
+        function that removes it."""
         ...
 
     def close(self) -> None:
@@ -48,16 +56,14 @@ class Allocator(Protocol):
         ...
 
 
-ANSWER_CACHE_LIMIT = 1024  # distinct requests remembered per resource; past it the memory starts over
-
-
 class StaticAllocator:
     """A resource whose devices exist as advertised: health decides the listing, the pure functions the rest.
 
-    Allocate sits on the kubelet's admission path, and its answer is a pure function of the request, the
-    health of the resource and the options (pipeline steps are pure functions of their context), so each
-    answer is built once and remembered until health or options change. The cdi-annotations strategy
-    names its annotation with a fresh UUID per call (NVIDIA's answer), so with it every answer is built.
+    An answer is a pure function of the request, the health of the resource and the options (pipeline
+    steps are pure functions of their context), and health changes reach the listeners, so answers are
+    repeatable: the front end remembers them (the device plugin keeps the serialized response of each
+    request). The cdi-annotations strategy names its annotation with a fresh UUID per call (NVIDIA's
+    answer), so with it answers are not repeatable and every call builds its own.
     """
 
     def __init__(
@@ -71,9 +77,7 @@ class StaticAllocator:
         self._health = health
         self._options = options or AllocateOptions()
         self._whole_gpu_rule = whole_gpu_rule
-        self._answers: dict[tuple[tuple[str, ...], ...], AllocationAnswer] = {}
-        self._answers_generation = 0  # bumped by every change that outdates remembered answers
-        self._removers: list[Callable[[], None]] = [health.add_listener(self._forget_answers)]
+        self._removers: list[Callable[[], None]] = []
 
     @property
     def resource(self) -> Resource:
@@ -92,27 +96,14 @@ class StaticAllocator:
         )
 
     def allocate(self, requests: Sequence[Sequence[str]]) -> AllocationAnswer:
-        key = tuple(map(tuple, requests))
-        answer = self._answers.get(key)
-        if answer is not None:
-            return answer
-        generation, options = self._answers_generation, self._options
-        answer = allocate(self._resource, requests, self._health.unhealthy_ids(self._resource), options)
-        # kept only when nothing changed while it was built (a health change or a reload clears the memory)
-        if generation == self._answers_generation and "cdi-annotations" not in options.strategies:
-            answers = self._answers
-            if len(answers) >= ANSWER_CACHE_LIMIT:
-                answers.clear()
-            answers[key] = answer
-        return answer
+        return allocate(self._resource, requests, self._health.unhealthy_ids(self._resource), self._options)
 
-    def _forget_answers(self) -> None:
-        self._answers_generation += 1
-        self._answers = {}
+    @property
+    def repeatable_answers(self) -> bool:
+        return "cdi-annotations" not in self._options.strategies
 
     def set_options(self, options: AllocateOptions) -> None:
         self._options = options
-        self._forget_answers()
 
     def add_listener(self, listener: Listener) -> Callable[[], None]:
         remove = self._health.add_listener(listener)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from gpuslice.allocation.allocate import allocate, validate_request
+from gpuslice.allocation.allocate import container_answer, validate_request
 from gpuslice.allocation.allocator import StaticAllocator
 from gpuslice.allocation.answer import AllocationAnswer
 from gpuslice.allocation.errors import AllocationError, AllocationFailed, EmptyRequest, PlacementUnavailable
@@ -52,6 +52,11 @@ class DynamicAllocator(StaticAllocator):
 
         return remove
 
+    @property
+    def repeatable_answers(self) -> bool:
+        """False: every Allocate claims (creates) the MIG devices it answers with."""
+        return False
+
     def preferred(self, available: Sequence[str], must_include: Sequence[str], size: int) -> tuple[str, ...]:
         """Devices that already exist first (nothing to create, no slices newly taken), then placements."""
         geometry = self.dynamic.geometry
@@ -74,10 +79,10 @@ class DynamicAllocator(StaticAllocator):
         if not requests:
             raise EmptyRequest(name)
         unhealthy = self._health.unhealthy_ids(self.resource)
-        for position, ids in enumerate(requests):
-            validate_request(self.resource, ids, unhealthy, position)
+        validated = [validate_request(self.resource, ids, unhealthy) for ids in requests]  # the only check
         # A repeated ID counts once (validate_request's rule), so one slot is claimed once.
-        wanted = list(dict.fromkeys(i for ids in requests for i in ids if self.dynamic.geometry.is_dynamic(i)))
+        geometry = self.dynamic.geometry
+        wanted = list(dict.fromkeys(d.id for devices in validated for d in devices if geometry.is_dynamic(d.id)))
         try:
             created = self.dynamic.claim(wanted) if wanted else {}
         except SlotUnavailable as exc:
@@ -85,9 +90,14 @@ class DynamicAllocator(StaticAllocator):
         except ClaimError as exc:
             raise AllocationFailed(str(exc)) from exc
         try:
-            return allocate(self._with_instances(created), requests, frozenset(), self.options)
-        except AllocationError:  # not expected after validation; never keep a device nobody got
-            self.dynamic.free(h for i in created if (h := self.dynamic.geometry.holding(i)) is not None)
+            resource = self._with_instances(created)
+            by_id = resource.by_id
+            options = self.options
+            return AllocationAnswer(
+                tuple(container_answer(resource, tuple(by_id[d.id] for d in devices), options) for devices in validated)
+            )
+        except Exception:  # never keep a device nobody got
+            self.dynamic.free(h for i in created if (h := geometry.holding(i)) is not None)
             raise
 
     def _with_instances(self, created: dict[str, MigInstance]) -> Resource:

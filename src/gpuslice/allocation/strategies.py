@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Literal
 
 from gpuslice.allocation.allocate import VISIBLE_DEVICES_ENV
-from gpuslice.allocation.answer import ContainerEdits, DeviceNode, Mount
+from gpuslice.allocation.answer import ContainerEdits, DeviceNode, Mount, combine
 from gpuslice.allocation.cdi import CDI_VENDOR, FEATURE_ENVS, GPU_KIND, IMEX_CHANNEL_DIR, IMEX_KIND, qualified_name
 from gpuslice.allocation.errors import ImexChannelMissing
 from gpuslice.allocation.mps_edits import client_edits
@@ -27,11 +27,11 @@ def nvidia_answer(context: AllocationContext) -> ContainerEdits:
     MPS, feature envs; then (unless only CDI strategies are on) envvar, volume-mounts, device specs."""
     settings = context.options
     ids = device_ids(context, settings.device_id_strategy)
-    edits = ContainerEdits()
+    parts: list[ContainerEdits] = []  # merged once at the end, by ContainerEdits' rules, in this order
     if settings.cdi_enabled:
-        edits = edits.merged(_cdi_edits(settings, ids))
+        parts.append(_cdi_edits(settings, ids))
     if settings.mps_root is not None:
-        edits = edits.merged(
+        parts.append(
             client_edits(
                 context.resource,
                 context.devices,
@@ -40,23 +40,25 @@ def nvidia_answer(context: AllocationContext) -> ContainerEdits:
                 settings.mps_visible_devices,
             )
         )
-    features = {env: "enabled" for name, env in FEATURE_ENVS.items() if name in settings.features}
-    edits = edits.merged(ContainerEdits(envs=features))
+    if settings.features:
+        parts.append(
+            ContainerEdits(envs={env: "enabled" for name, env in FEATURE_ENVS.items() if name in settings.features})
+        )
     if settings.cdi_only:
-        return edits
+        return combine(parts)
     channels = [str(n) for n in settings.imex_channels]
     if "envvar" in settings.strategies:
         envs = {VISIBLE_DEVICES_ENV: ",".join(ids)}
         if channels:
             envs[IMEX_CHANNELS_ENV] = ",".join(channels)
-        edits = edits.merged(ContainerEdits(envs=envs))
+        parts.append(ContainerEdits(envs=envs))
     if "volume-mounts" in settings.strategies:
         mounts = [Mount(f"{VOLUME_MOUNT_ROOT}/{i}", "/dev/null") for i in ids]
         mounts += [Mount(f"{VOLUME_MOUNT_ROOT}/imex/{n}", "/dev/null") for n in channels]
-        edits = edits.merged(ContainerEdits(envs={VISIBLE_DEVICES_ENV: VOLUME_MOUNT_ROOT}, mounts=tuple(mounts)))
+        parts.append(ContainerEdits(envs={VISIBLE_DEVICES_ENV: VOLUME_MOUNT_ROOT}, mounts=tuple(mounts)))
     if settings.pass_device_specs:
-        edits = edits.merged(ContainerEdits(device_nodes=_device_specs(context, settings)))
-    return edits
+        parts.append(ContainerEdits(device_nodes=_device_specs(context, settings)))
+    return combine(parts)
 
 
 def _cdi_edits(settings: AllocateOptions, ids: list[str]) -> ContainerEdits:

@@ -91,12 +91,12 @@ class PluginMetrics:
 
     # PluginObserver -----------------------------------------------------------------------------
 
-    def allocated(self, resource: str, device_ids: list[list[str]], seconds: float) -> None:
+    def allocated(self, resource: str, containers: int, seconds: float) -> None:
         children = self._allocate_children.get(resource)
         if children is None:  # labels() takes a lock and builds a key: once per resource, not per Allocate
             children = (self.allocations.labels(resource), self.allocate_seconds.labels(resource))
             self._allocate_children[resource] = children
-        children[0].inc(len(device_ids))
+        children[0].inc(containers)
         children[1].observe(seconds)
 
     def allocation_failed(self, resource: str, error: AllocationError) -> None:

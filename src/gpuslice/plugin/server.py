@@ -12,15 +12,16 @@ from typing import Any
 import grpc
 
 from gpuslice.plugin.naming import socket_name
-from gpuslice.plugin.rpc_limits import MAX_STREAMS_PER_RESOURCE, RequestLimits, server_options
-from gpuslice.plugin.service import ResourceService
+from gpuslice.plugin.rpc_limits import server_options
+from gpuslice.plugin.service import SERVICE_NAME, ResourceService
 from gpuslice.wire import API_VERSION, SOCKET_PATH_MAX, deviceplugin_grpc, deviceplugin_pb2
 
 log = logging.getLogger("gpuslice.plugin")
 
 # Workers for unary RPCs (Allocate, GetPreferredAllocation, the kubelet's dial-back during Register).
 # Each open ListAndWatch pins a worker of the synchronous server, so the pool holds these plus one per
-# stream the cap admits (rpc_limits.MAX_STREAMS_PER_RESOURCE): streams can never take the unary share.
+# stream the service's cap admits (rpc_limits.MAX_STREAMS_PER_RESOURCE by default): streams can never
+# take the unary share.
 # ThreadPoolExecutor creates threads lazily, so a generous pool costs nothing while idle.
 DEFAULT_WORKERS = 16
 SELF_DIAL_TIMEOUT_S = 5.0
@@ -39,17 +40,10 @@ class RegistrationError(RuntimeError):
 class ResourceServer:
     """Serves a ResourceService on `<socket_dir>/<socket_name(resource)>`."""
 
-    def __init__(
-        self,
-        service: ResourceService,
-        socket_dir: Path,
-        workers: int = DEFAULT_WORKERS,
-        max_streams: int = MAX_STREAMS_PER_RESOURCE,
-    ) -> None:
+    def __init__(self, service: ResourceService, socket_dir: Path, workers: int = DEFAULT_WORKERS) -> None:
         self.service = service
         self.socket_path = Path(socket_dir) / socket_name(service.resource.name)
         self._workers = workers
-        self.limits = RequestLimits(service.resource.name, max_streams)
         self._server: Any = None
         self._executor: ThreadPoolExecutor | None = None
         self._inode: int | None = None
@@ -75,10 +69,13 @@ class ResourceServer:
         path.parent.mkdir(parents=True, exist_ok=True)
         _remove_socket(path)
         executor = ThreadPoolExecutor(
-            max_workers=self._workers + self.limits.streams.limit, thread_name_prefix=f"gpuslice-{path.stem}"
+            max_workers=self._workers + self.service.streams.limit, thread_name_prefix=f"gpuslice-{path.stem}"
         )
-        server = grpc.server(executor, interceptors=[self.limits], options=server_options())
-        deviceplugin_grpc.add_DevicePluginServicer_to_server(self.service, server)  # type: ignore[no-untyped-call]
+        server = grpc.server(executor, options=server_options())
+        handlers = self.service.method_handlers()
+        # registered methods are matched by gRPC's core; the generic handler answers the same by name
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
+        server.add_registered_method_handlers(SERVICE_NAME, handlers)
         try:
             bound = server.add_insecure_port(f"unix:{path}")
         except RuntimeError as exc:
