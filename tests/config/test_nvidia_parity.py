@@ -16,6 +16,7 @@ from gpuslice.config import (
     parse_config_text,
     validate_startup,
 )
+from gpuslice.config.model import to_document
 from gpuslice.config.validate import RESOURCES_IGNORED
 from gpuslice.discovery import load_node_spec
 from gpuslice.sharing import build_resources
@@ -184,7 +185,7 @@ def test_config_file_plus_any_override_is_accepted(spec: Any) -> None:
     loaded = parse_config_text(FULL_FILE, "c.yaml")
     text, expected = OVERRIDE_TEXT[spec.key]
     merged = apply_overrides(loaded.config, {spec.key: coerce(spec, text)}, "c.yaml")
-    value: Any = merged.model_dump(mode="json", by_alias=True)
+    value: Any = to_document(merged)
     for part in spec.key.split("."):
         value = value[part]
     assert value == expected

@@ -79,7 +79,9 @@ def test_the_node_label_chooses_and_switches_the_plugin_config(kubelet: MockKube
             wait_for(lambda: len(api.watch_requests()) >= 1, "the plugin's watch of its node")
             api.actions.put(("event", "MODIFIED", {LABEL: "sliced"}, 2))
             assert kubelet.wait_for(resource="nvidia.com/gpu", allocatable=12, timeout=WAIT_S)
-            assert 'gpuslice_node_config_serving{config="sliced",source="label"} 1.0' in scrape(port)
+            # the watcher records what serves once the reload has returned, which is after the kubelet saw it
+            serving = 'gpuslice_node_config_serving{config="sliced",source="label"} 1.0'
+            wait_for(lambda: serving in scrape(port), "the new config in /metrics")
             api.actions.put(("event", "MODIFIED", {LABEL: "broken"}, 3))
             refused = 'gpuslice_node_config_refused{reason="invalid_config",wanted="broken"} 1.0'
             wait_for(lambda: refused in scrape(port), "the refusal in /metrics")

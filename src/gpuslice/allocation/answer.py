@@ -20,6 +20,8 @@ class DeviceNode:
 
 @dataclass(frozen=True)
 class Mount:
+    """A host path mounted into the container."""
+
     container_path: str
     host_path: str
     read_only: bool = False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,7 +15,11 @@ from gpuslice.config.node_config import (
     NodeConfigSettings,
     parse_fallbacks,
 )
-from gpuslice.nodeconfig import NodeConfigObserver, NodeConfigWatcher
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from gpuslice.nodeconfig import NodeConfigWatcher
 
 
 def node_config_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -62,9 +66,13 @@ def node_config_watcher(
     fallback_strategies: str,
     node_name: str | None,
     config_file: str | None,
-    observer: NodeConfigObserver | None = None,
+    metrics_registry: CollectorRegistry | None = None,
 ) -> NodeConfigWatcher | None:
-    """The watcher when per-node configs are on (CONFIG_FILE_SRCDIR set), else None; NodeConfigError if misused."""
+    """The watcher when per-node configs are on (CONFIG_FILE_SRCDIR set), else None; NodeConfigError if misused.
+
+    With `metrics_registry` the watcher reports there (gpuslice_node_config_*). The watcher's modules load
+    only when per-node configs are on.
+    """
     if not config_file_srcdir:
         return None
     if config_file:
@@ -79,8 +87,10 @@ def node_config_watcher(
         default_config or None,
         parse_fallbacks(fallback_strategies),
     )
+    from gpuslice.nodeconfig import NodeConfigMetrics, NodeConfigWatcher
     from gpuslice.nodeconfig.kube import LightkubeNodeSource  # the Kubernetes client only when asked for
 
+    observer = NodeConfigMetrics(metrics_registry) if metrics_registry is not None else None
     return NodeConfigWatcher(settings, LightkubeNodeSource(), observer)
 
 

@@ -14,7 +14,6 @@ from gpuslice.cli.node_config_options import chosen_file, node_config_options, n
 from gpuslice.config import PLUGIN_FLAGS, ConfigError, coerce, overrides_from_env
 from gpuslice.config.node_config import NodeConfigError
 from gpuslice.mps import MpsStartError
-from gpuslice.nodeconfig import NodeConfigMetrics
 from gpuslice.plugin import PluginStartError, RegistrationError
 from gpuslice.plugin.app import AppOptions, PluginApp
 from gpuslice.plugin.compat import CompatError
@@ -159,7 +158,7 @@ def plugin(
             fallback_strategies,
             node_name,
             config_file,
-            NodeConfigMetrics(metrics.registry),
+            metrics.registry,
         )
         if watcher is not None:
             config_file = chosen_file(watcher)

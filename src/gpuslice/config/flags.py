@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuslice.config.load import ConfigError, parse_config_mapping
-from gpuslice.config.model import Config
+from gpuslice.config.model import Config, to_document
 
 
 @dataclass(frozen=True)
@@ -131,8 +131,8 @@ def apply_overrides(config: Config, overrides: Mapping[str, Any], source: str = 
     """
     if not overrides:
         return config
-    # JSON mode: every value as the file would spell it (lists, not tuples), so that it validates again.
-    data = config.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    # Only what was set, spelled as a file would (lists, durations as text), so that it validates again.
+    data = to_document(config, explicit_only=True)
     for key, value in overrides.items():
         target = data
         parts = key.split(".")

@@ -7,10 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 from gpuslice.config.limits import MAX_CONFIG_BYTES
-from gpuslice.config.model import Config, describe_value
+from gpuslice.config.model import Config
 from gpuslice.fsutil.textread import InputFileError, read_bounded_text
 
 
@@ -45,6 +43,7 @@ def parse_config_text(text: str, source: str = "<config>") -> LoadedConfig:
     """Parse YAML (JSON is YAML) text into a LoadedConfig."""
     import yaml  # only a config file needs the parser: the default (no file) path starts without it
 
+    from gpuslice.config.schema import describe_value
     from gpuslice.fsutil.safe_yaml import UnsafeYaml, load_yaml
 
     try:
@@ -68,8 +67,13 @@ def parse_config_text(text: str, source: str = "<config>") -> LoadedConfig:
 
 def parse_config_mapping(data: Mapping[str, Any], source: str = "<config>", node: Any = None) -> LoadedConfig:
     """Validate an already-parsed mapping; `node` (a PyYAML node) adds line numbers to errors."""
+    # pydantic only where there is something to validate: a plugin on the defaults never loads it.
+    from pydantic import ValidationError
+
+    from gpuslice.config.schema import ConfigSchema, to_settings, unknown_keys
+
     try:
-        config = Config.model_validate(dict(data))
+        parsed = ConfigSchema.model_validate(dict(data))
     except ValidationError as exc:
         first = exc.errors()[0]
         key = _dotted(first["loc"])
@@ -77,8 +81,8 @@ def parse_config_mapping(data: Mapping[str, Any], source: str = "<config>", node
         where = f"{source}:{line}" if line else source
         reason = _reason(first)
         raise ConfigError(f"invalid config {where}: {key}: {reason}") from exc
-    warnings = tuple(f"{source}: unknown key {key!r} ignored" for key in _unknown_keys(config, ""))
-    return LoadedConfig(config, warnings, source)
+    warnings = tuple(f"{source}: unknown key {key!r} ignored" for key in unknown_keys(parsed))
+    return LoadedConfig(to_settings(parsed), warnings, source)
 
 
 # Pydantic's own type errors, said as the fact NVIDIA's decoder reports (a wrong YAML type for the key).
@@ -98,6 +102,8 @@ _EXPECTED = {
 
 
 def _reason(error: Any) -> str:
+    from gpuslice.config.schema import describe_value  # loaded already: the error came from it
+
     expected = _EXPECTED.get(str(error["type"]))
     if expected is not None:
         return f"expected {expected}, got {describe_value(error.get('input'))}"
@@ -131,16 +137,3 @@ def _line_of(node: Any, loc: tuple[int | str, ...]) -> int | None:
     if node is not None:
         line = node.start_mark.line + 1
     return line
-
-
-def _unknown_keys(model: BaseModel, prefix: str) -> list[str]:
-    found = [f"{prefix}{key}" for key in (model.model_extra or {})]
-    for name, value in model:
-        field = type(model).model_fields.get(name)
-        alias = field.alias if field is not None and field.alias else name
-        children = value if isinstance(value, tuple) else (value,)
-        for position, child in enumerate(children):
-            if isinstance(child, BaseModel):
-                suffix = f"[{position}]" if isinstance(value, tuple) else ""
-                found.extend(_unknown_keys(child, f"{prefix}{alias}{suffix}."))
-    return found

@@ -53,18 +53,24 @@ class Mark:
 
 @dataclass(frozen=True)
 class EventResult:
+    """What one health event did: its outcome and the health marks it sets."""
+
     outcome: EventOutcome
     marks: tuple[Mark, ...] = ()
 
 
 @dataclass(frozen=True)
 class ProbeResult:
+    """What one recovery probe pass decided: the marks to set, and a note for the log."""
+
     marks: tuple[Mark, ...] = ()
     note: str = ""
 
 
 @dataclass
 class _Unhealthy:
+    """A device held unhealthy: why, and when its last event and probe were."""
+
     reason: str
     last_event: float
     last_probe: float | None = None

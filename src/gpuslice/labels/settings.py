@@ -58,12 +58,6 @@ def effective_config(options: LabelOptions) -> tuple[Config, tuple[str, ...]]:
     """The config file with environment and then command-line values applied on top."""
     loaded = load_config(options.config_file)
     overrides = {**overrides_from_env(GFD_FLAGS, options.environ), **options.flag_overrides}
-    gfd = loaded.config.flags.gfd
-    if overrides and "sleep_interval" in gfd.model_fields_set and "flags.gfd.sleepInterval" not in overrides:
-        # apply_overrides re-parses the dumped config, and a dumped interval (float seconds, or None for
-        # infinite) would be re-read as nanoseconds / refused; hand it back in a form that parses the same.
-        interval = gfd.sleep_interval
-        overrides["flags.gfd.sleepInterval"] = "infinite" if interval is None else f"{round(interval * 1e9)}ns"
     return apply_overrides(loaded.config, overrides, loaded.source), loaded.warnings
 
 
@@ -90,7 +84,7 @@ def load_settings(options: LabelOptions) -> LabellerSettings:
     )
     machine_type = None
     # The backend reports the machine type (the node spec's, or DMI's); an explicitly set file wins.
-    if "machine_type_file" in flags.gfd.model_fields_set:
+    if "machine_type_file" in flags.gfd.explicit:
         machine_type, problem = read_machine_type(flags.gfd.machine_type_file)
         if problem:
             warnings.append(problem)
@@ -107,7 +101,7 @@ def choose_sink(config: Config, options: LabelOptions, node_name: str) -> LabelS
     features file otherwise (NVIDIA defaults to the API since v0.19; outside a cluster there is none).
     """
     gfd = config.flags.gfd
-    output_explicit = "output_file" in gfd.model_fields_set
+    output_explicit = "output_file" in gfd.explicit
     if options.node_feature == "yaml":
         if output_explicit and gfd.output_file not in STDOUT_NAMES:
             return NodeFeatureYamlSink(node_name, options.namespace, path=gfd.output_file)

@@ -1,17 +1,41 @@
 """Wire layer: the generated kubelet gRPC code (device plugin v1beta1, pod-resources v1, plugin registration, DRA)."""
 
-from gpuslice.wire.generated.deviceplugin.v1beta1 import api_pb2 as deviceplugin_pb2
-from gpuslice.wire.generated.deviceplugin.v1beta1 import api_pb2_grpc as deviceplugin_grpc
-from gpuslice.wire.generated.dra.v1 import api_pb2 as dra_v1_pb2
-from gpuslice.wire.generated.dra.v1 import api_pb2_grpc as dra_v1_grpc
-from gpuslice.wire.generated.dra.v1beta1 import api_pb2 as dra_v1beta1_pb2
-from gpuslice.wire.generated.dra.v1beta1 import api_pb2_grpc as dra_v1beta1_grpc
-from gpuslice.wire.generated.drahealth.v1alpha1 import api_pb2 as drahealth_pb2
-from gpuslice.wire.generated.drahealth.v1alpha1 import api_pb2_grpc as drahealth_grpc
-from gpuslice.wire.generated.pluginregistration.v1 import api_pb2 as pluginregistration_pb2
-from gpuslice.wire.generated.pluginregistration.v1 import api_pb2_grpc as pluginregistration_grpc
-from gpuslice.wire.generated.podresources.v1 import api_pb2 as podresources_pb2
-from gpuslice.wire.generated.podresources.v1 import api_pb2_grpc as podresources_grpc
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what the type checker sees; at run time __getattr__ below imports each on first use
+    from gpuslice.wire.generated.deviceplugin.v1beta1 import api_pb2 as deviceplugin_pb2
+    from gpuslice.wire.generated.deviceplugin.v1beta1 import api_pb2_grpc as deviceplugin_grpc
+    from gpuslice.wire.generated.dra.v1 import api_pb2 as dra_v1_pb2
+    from gpuslice.wire.generated.dra.v1 import api_pb2_grpc as dra_v1_grpc
+    from gpuslice.wire.generated.dra.v1beta1 import api_pb2 as dra_v1beta1_pb2
+    from gpuslice.wire.generated.dra.v1beta1 import api_pb2_grpc as dra_v1beta1_grpc
+    from gpuslice.wire.generated.drahealth.v1alpha1 import api_pb2 as drahealth_pb2
+    from gpuslice.wire.generated.drahealth.v1alpha1 import api_pb2_grpc as drahealth_grpc
+    from gpuslice.wire.generated.pluginregistration.v1 import api_pb2 as pluginregistration_pb2
+    from gpuslice.wire.generated.pluginregistration.v1 import api_pb2_grpc as pluginregistration_grpc
+    from gpuslice.wire.generated.podresources.v1 import api_pb2 as podresources_pb2
+    from gpuslice.wire.generated.podresources.v1 import api_pb2_grpc as podresources_grpc
+
+# Each generated module is imported on first use: a process loads only the APIs it speaks (the device
+# plugin none of DRA's), and each costs start-up time to build its message classes.
+_GENERATED = {
+    "deviceplugin_pb2": "gpuslice.wire.generated.deviceplugin.v1beta1.api_pb2",
+    "deviceplugin_grpc": "gpuslice.wire.generated.deviceplugin.v1beta1.api_pb2_grpc",
+    "dra_v1_pb2": "gpuslice.wire.generated.dra.v1.api_pb2",
+    "dra_v1_grpc": "gpuslice.wire.generated.dra.v1.api_pb2_grpc",
+    "dra_v1beta1_pb2": "gpuslice.wire.generated.dra.v1beta1.api_pb2",
+    "dra_v1beta1_grpc": "gpuslice.wire.generated.dra.v1beta1.api_pb2_grpc",
+    "drahealth_pb2": "gpuslice.wire.generated.drahealth.v1alpha1.api_pb2",
+    "drahealth_grpc": "gpuslice.wire.generated.drahealth.v1alpha1.api_pb2_grpc",
+    "pluginregistration_pb2": "gpuslice.wire.generated.pluginregistration.v1.api_pb2",
+    "pluginregistration_grpc": "gpuslice.wire.generated.pluginregistration.v1.api_pb2_grpc",
+    "podresources_pb2": "gpuslice.wire.generated.podresources.v1.api_pb2",
+    "podresources_grpc": "gpuslice.wire.generated.podresources.v1.api_pb2_grpc",
+}
 
 API_VERSION = "v1beta1"
 HEALTHY = "Healthy"
@@ -39,3 +63,12 @@ __all__ = [
     "podresources_grpc",
     "podresources_pb2",
 ]
+
+
+def __getattr__(name: str) -> ModuleType:
+    target = _GENERATED.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(target)
+    globals()[name] = module
+    return module

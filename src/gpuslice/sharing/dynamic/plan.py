@@ -94,7 +94,7 @@ def build_dynamic_plan(node: Node, config: Config, claimed: Collection[str] = ()
                 )
     dynamic = {gpu.uuid for gpu in dynamic_gpus(node, claimed)}
     static_node = replace(node, gpus=tuple(gpu for gpu in node.gpus if gpu.uuid not in dynamic))
-    as_mixed = config.model_copy(update={"flags": config.flags.model_copy(update={"mig_strategy": "mixed"})})
+    as_mixed = replace(config, flags=replace(config.flags, mig_strategy="mixed"))
     base = build_static_plan(static_node, as_mixed) if static_node.gpus else SharingPlan(())
     by_name = {resource.name: resource for resource in slots}
     merged = []
