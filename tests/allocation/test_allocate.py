@@ -18,9 +18,9 @@ from gpuslice.allocation import (
     TooManyReplicas,
     UnhealthyDevice,
     UnknownDevice,
-    allocate,
     allocate_container,
 )
+from gpuslice.allocation.allocate import allocate  # the function: the package's `allocate` is its module
 from gpuslice.config import parse_config_text
 from gpuslice.discovery import load_node_spec
 from gpuslice.sharing import Isolation, build_resources

@@ -20,7 +20,7 @@ from gpuslice.discovery import MigControlError, RecordingMigControl, parse_node_
 from gpuslice.gpu import MigInstance, Node
 from gpuslice.gpu.mig import H100_80GB
 from gpuslice.kubelet import MockKubelet
-from gpuslice.plugin.pod_resources_watch import POD_RESOURCES_SOCKET_ENV, pod_resources_socket
+from gpuslice.plugin.dynamic_settings import POD_RESOURCES_SOCKET_ENV, pod_resources_socket
 from gpuslice.sharing.dynamic.checkpoint import CORRUPT_SUFFIX, read_checkpoint
 from gpuslice.sharing.dynamic.geometry import slot_id
 from gpuslice.wire import DEFAULT_POD_RESOURCES_SOCKET

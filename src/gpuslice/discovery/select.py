@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuslice.discovery.backend import Backend, FakeBackend
-from gpuslice.discovery.hostpath import HostPathBackend
 from gpuslice.discovery.nodespec import NodeSpecError
-from gpuslice.discovery.nvml import NvmlBackend, NvmlDiscoveryError, NvmlLibrary, NvmlUnavailable
 from gpuslice.gpu import Node
+
+if TYPE_CHECKING:
+    from gpuslice.discovery.nvml import NvmlLibrary
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +67,10 @@ def make_backend(
             return FakeBackend.from_ref(node_spec_ref)
         except NodeSpecError as exc:
             raise BackendInitError(kind, [str(exc)]) from exc
+    # the real backends' modules load only when asked for (a fake node's plugin starts without them)
+    from gpuslice.discovery.hostpath import HostPathBackend
+    from gpuslice.discovery.nvml import NvmlBackend, NvmlDiscoveryError, NvmlUnavailable
+
     reasons: list[str] = []
     nvml_says_none = False
     if kind in ("auto", "nvml"):

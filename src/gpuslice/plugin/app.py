@@ -8,19 +8,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from gpuslice.allocation.cdi import DEFAULT_CDI_DIR
 from gpuslice.discovery import Backend
 from gpuslice.discovery.health_file import HEALTH_FILE_POLL_S
 from gpuslice.gpu import Node
 from gpuslice.mps import MpsControl
-from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime, DynamicMigSettings
+from gpuslice.plugin.dynamic_settings import ADMISSION_GRACE_S, RELEASE_POLL_S, DynamicMigSettings, pod_resources_socket
 from gpuslice.plugin.kubelet_watch import KUBELET_POLL_S
 from gpuslice.plugin.lifecycle import PluginRuntime, build_runtime
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.metrics import PluginMetrics
-from gpuslice.plugin.pod_resources_watch import ADMISSION_GRACE_S, RELEASE_POLL_S, pod_resources_socket
 from gpuslice.plugin.reload import KEEP_SOURCE, ConfigReloader, ConfigSource, KeepSource
 from gpuslice.plugin.run import PluginSetup, build_manager, prepare
 from gpuslice.plugin.server import DEFAULT_WORKERS
@@ -30,6 +29,9 @@ from gpuslice.sharing import SharingPlan
 from gpuslice.sharing.dynamic.checkpoint import FILE_NAME as MIG_CHECKPOINT_FILE
 from gpuslice.signal_loop import run_until_signalled
 from gpuslice.wire import DEFAULT_KUBELET_SOCKET
+
+if TYPE_CHECKING:
+    from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime
 
 log = logging.getLogger("gpuslice.plugin")
 
@@ -155,6 +157,8 @@ class PluginApp:
     @property
     def dynamic_mig(self) -> DynamicMigRuntime | None:
         """The dynamic-MIG runtime when the plan advertises placements."""
+        from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime  # loaded only with such a plan
+
         extension = self.manager.extension
         return extension if isinstance(extension, DynamicMigRuntime) else None
 

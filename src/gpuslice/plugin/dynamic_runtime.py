@@ -5,39 +5,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 from gpuslice.allocation import AllocateOptions, Allocator, DynamicAllocator, StaticAllocator, WholeGpuRule
-from gpuslice.discovery import Backend, MigControl
-from gpuslice.gpu import Node
-from gpuslice.plugin.pod_resources_watch import (
-    ADMISSION_GRACE_S,
-    RELEASE_POLL_S,
-    PodResourcesClient,
-    ReleaseWatcher,
-)
-from gpuslice.sharing import HealthStore, Resource, SharingPlan
-from gpuslice.sharing.dynamic.checkpoint import FILE_NAME, MigCheckpoint
-from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry, is_slot_id
+from gpuslice.discovery import MigControl
+from gpuslice.plugin.dynamic_settings import DynamicMigSettings
+from gpuslice.plugin.pod_resources_watch import PodResourcesClient, ReleaseWatcher
+from gpuslice.sharing import HealthStore, Resource
+from gpuslice.sharing.dynamic.checkpoint import MigCheckpoint
+from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry
 from gpuslice.sharing.dynamic.runtime import DynamicMig, ResumeReport
 
 log = logging.getLogger("gpuslice.plugin.dynamic_mig")
-
-
-@dataclass(frozen=True)
-class DynamicMigSettings:
-    """Where the pieces live and how often to look; defaults are the production ones."""
-
-    pod_resources_socket: Path
-    checkpoint_path: Path
-    poll_interval_s: float = RELEASE_POLL_S
-    admission_grace_s: float = ADMISSION_GRACE_S
-
-    @classmethod
-    def beside(cls, socket_dir: str | Path, pod_resources_socket: str | Path) -> DynamicMigSettings:
-        """The checkpoint next to the plugin sockets (the kubelet's wipe only removes sockets)."""
-        return cls(Path(pod_resources_socket), Path(socket_dir) / FILE_NAME)
 
 
 class DynamicMigRuntime:
@@ -107,26 +85,3 @@ class DynamicMigRuntime:
         if resource.name in self.geometry.resource_names:
             return DynamicAllocator(resource, health, self.dynamic, options, whole_gpu_rule)
         return StaticAllocator(resource, health, options, whole_gpu_rule)
-
-
-class DynamicMigUnavailable(ValueError):
-    """The plan has dynamic placements but the backend cannot create MIG devices."""
-
-
-def mig_control_for(backend: Backend, node: Node) -> MigControl:
-    """The backend's MIG control; DynamicMigUnavailable when it has none."""
-    control = backend.mig_control(node)
-    if control is not None:
-        return control
-    raise DynamicMigUnavailable(
-        f"flags.migStrategy=dynamic: the {backend.name} backend cannot create MIG devices; use --backend nvml or fake"
-    )
-
-
-def runtime_for(
-    plan: SharingPlan, node: Node, backend: Backend, settings: DynamicMigSettings
-) -> DynamicMigRuntime | None:
-    """The runtime when the plan advertises dynamic placements, else None; DynamicMigUnavailable if impossible."""
-    if not any(is_slot_id(d.id) for r in plan.resources for d in r.devices):
-        return None
-    return DynamicMigRuntime(plan.resources, node.name, mig_control_for(backend, node), settings)

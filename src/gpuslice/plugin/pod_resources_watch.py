@@ -3,37 +3,26 @@
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import grpc
 
+from gpuslice.plugin.dynamic_settings import ADMISSION_GRACE_S, RELEASE_POLL_S
 from gpuslice.sharing.dynamic.geometry import Holding
 from gpuslice.sharing.dynamic.runtime import DynamicMig, InUse
-from gpuslice.wire import DEFAULT_POD_RESOURCES_SOCKET, podresources_grpc, podresources_pb2
+from gpuslice.wire import podresources_grpc, podresources_pb2
 
 log = logging.getLogger("gpuslice.plugin.dynamic_mig")
 
-POD_RESOURCES_SOCKET_ENV = "POD_RESOURCES_SOCKET"
-RELEASE_POLL_S = 0.5  # while anything is held: a freed placement must come back within a second
-# A held placement the kubelet has never listed is freed only after this long: the kubelet records a pod
-# after Allocate returns, and a pod whose admission failed after our Allocate is never listed at all.
-ADMISSION_GRACE_S = 30.0
 LIST_TIMEOUT_S = 5.0
 
 
 class PodResourcesUnavailable(RuntimeError):
     """The pod-resources List call failed; the message names the socket and the gRPC status."""
-
-
-def pod_resources_socket(flag: str | None = None, environ: Mapping[str, str] | None = None) -> Path:
-    """The socket: `--pod-resources-socket`, else env POD_RESOURCES_SOCKET, else the kubelet default."""
-    environ = os.environ if environ is None else environ
-    return Path(flag or environ.get(POD_RESOURCES_SOCKET_ENV) or DEFAULT_POD_RESOURCES_SOCKET)
 
 
 class PodResourcesClient:

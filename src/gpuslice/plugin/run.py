@@ -13,7 +13,7 @@ from gpuslice.config import Config, ConfigError, apply_overrides, load_config, v
 from gpuslice.discovery import Backend
 from gpuslice.discovery.select import BackendInitError, make_backend
 from gpuslice.gpu import Node
-from gpuslice.plugin.dynamic_runtime import DynamicMigSettings, DynamicMigUnavailable, runtime_for
+from gpuslice.plugin.dynamic_settings import DynamicMigSettings, DynamicMigUnavailable, runtime_for
 from gpuslice.plugin.manager import PluginExtension, PluginManager
 from gpuslice.plugin.server import DEFAULT_WORKERS
 from gpuslice.plugin.service import PluginObserver

@@ -4,25 +4,35 @@ Importing this package does not load pynvml: the binding is imported when an Nvm
 without a library of its own (tests pass the in-repo fake, nvml.fake).
 """
 
-from gpuslice.discovery.capabilities import MigControlError
-from gpuslice.discovery.nvml.backend import NvmlBackend, PairFacts, cuda_version_text, mig_profile_name
-from gpuslice.discovery.nvml.health import NVML_PROBE_INTERVAL_S, NVML_QUIET_S, NvmlHealthSource, NvmlProbe
-from gpuslice.discovery.nvml.library import NvmlDiscoveryError, NvmlLibrary, NvmlSession, NvmlUnavailable
-from gpuslice.discovery.nvml.mig import NvmlMigControl
+from __future__ import annotations
 
-__all__ = [
-    "NVML_PROBE_INTERVAL_S",
-    "NVML_QUIET_S",
-    "MigControlError",
-    "NvmlBackend",
-    "NvmlDiscoveryError",
-    "NvmlHealthSource",
-    "NvmlLibrary",
-    "NvmlMigControl",
-    "NvmlProbe",
-    "NvmlSession",
-    "NvmlUnavailable",
-    "PairFacts",
-    "cuda_version_text",
-    "mig_profile_name",
-]
+from typing import TYPE_CHECKING
+
+from gpuslice.exports import lazy_exports
+
+if TYPE_CHECKING:
+    from gpuslice.discovery.capabilities import MigControlError as MigControlError
+    from gpuslice.discovery.nvml.backend import NvmlBackend as NvmlBackend
+    from gpuslice.discovery.nvml.backend import PairFacts as PairFacts
+    from gpuslice.discovery.nvml.backend import cuda_version_text as cuda_version_text
+    from gpuslice.discovery.nvml.backend import mig_profile_name as mig_profile_name
+    from gpuslice.discovery.nvml.health import NVML_PROBE_INTERVAL_S as NVML_PROBE_INTERVAL_S
+    from gpuslice.discovery.nvml.health import NVML_QUIET_S as NVML_QUIET_S
+    from gpuslice.discovery.nvml.health import NvmlHealthSource as NvmlHealthSource
+    from gpuslice.discovery.nvml.health import NvmlProbe as NvmlProbe
+    from gpuslice.discovery.nvml.library import NvmlDiscoveryError as NvmlDiscoveryError
+    from gpuslice.discovery.nvml.library import NvmlLibrary as NvmlLibrary
+    from gpuslice.discovery.nvml.library import NvmlSession as NvmlSession
+    from gpuslice.discovery.nvml.library import NvmlUnavailable as NvmlUnavailable
+    from gpuslice.discovery.nvml.mig import NvmlMigControl as NvmlMigControl
+
+__all__, __getattr__ = lazy_exports(
+    __name__,
+    {
+        "gpuslice.discovery.capabilities": ("MigControlError",),
+        "gpuslice.discovery.nvml.backend": ("NvmlBackend", "PairFacts", "cuda_version_text", "mig_profile_name"),
+        "gpuslice.discovery.nvml.health": ("NVML_PROBE_INTERVAL_S", "NVML_QUIET_S", "NvmlHealthSource", "NvmlProbe"),
+        "gpuslice.discovery.nvml.library": ("NvmlDiscoveryError", "NvmlLibrary", "NvmlSession", "NvmlUnavailable"),
+        "gpuslice.discovery.nvml.mig": ("NvmlMigControl",),
+    },
+)
