@@ -40,6 +40,12 @@ NOT_ON_DEFAULT_PLUGIN_PATH = (
     "pydantic_core",
     "gpuslice.config.schema",
     "gpuslice.nodeconfig",  # per-node configs are off without --config-file-srcdir
+    "prometheus_client",  # the metrics are plain counters until a metrics port or the config watcher exports them
+    # the modules of what this plan does not use: dynamic MIG's runtime, the NVML and host-path backends
+    "gpuslice.plugin.dynamic_runtime",
+    "gpuslice.plugin.pod_resources_watch",
+    "gpuslice.discovery.nvml.backend",
+    "gpuslice.discovery.hostpath",
     # the generated code of the APIs only DRA speaks (gpuslice.wire imports each on first use)
     "gpuslice.wire.generated.dra",
     "gpuslice.wire.generated.drahealth",

@@ -158,7 +158,7 @@ def plugin(
             fallback_strategies,
             node_name,
             config_file,
-            metrics.registry,
+            metrics.registry if config_file_srcdir else None,  # the Prometheus client only when needed
         )
         if watcher is not None:
             config_file = chosen_file(watcher)

@@ -147,7 +147,7 @@ class PluginRuntime:
         names = [resource.name for resource in self.manager.resources]
         self.metrics.registered(names)
         if self.watcher is not None and self.watcher.registrations > 1:
-            self.metrics.kubelet_restarts.inc()
+            self.metrics.kubelet_restarted()
 
 
 def build_runtime(

@@ -1,17 +1,20 @@
-"""Prometheus metrics of one plugin process, and the HTTP server for /metrics, /healthz and /readyz."""
+"""The plugin process's metrics in Prometheus' format, and the HTTP server for /metrics, /healthz and /readyz."""
 
 from __future__ import annotations
 
+import bisect
 import logging
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
-
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
+from typing import TYPE_CHECKING
 
 from gpuslice.allocation import AllocationError
 from gpuslice.plugin.http_server import BoundedHttpServer, HttpLimits
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.core import Metric
 
 log = logging.getLogger("gpuslice.plugin.metrics")
 
@@ -22,111 +25,189 @@ ALLOCATE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 DeviceCounts = Callable[[], Mapping[str, tuple[int, int]]]  # resource -> (advertised, healthy)
 Probe = Callable[[], tuple[bool, str]]  # (ok, why)
 _TEXT = "text/plain; charset=utf-8"
+# name, help, label names: the counters, in the order they are exported
+_COUNTERS = (
+    ("registrations", "Successful registrations with the kubelet", ("resource",)),
+    ("registration_failures", "Registration attempts that failed (all resources)", ()),
+    ("kubelet_restarts", "Kubelet restarts noticed (re-registrations after the first)", ()),
+    ("allocations", "Container allocations answered by Allocate", ("resource",)),
+    ("allocation_errors", "Allocate requests refused", ("resource", "error")),
+    (
+        "health_events",
+        "Health events by Xid and what they did (marked_unhealthy, ignored, unknown_device, checks_disabled)",
+        ("xid", "outcome"),
+    ),
+    ("health_recoveries", "Devices returned to Healthy by a probe", ()),
+)
 
 
-class _DeviceCollector(Collector):
-    """Advertised and healthy devices per resource, read at scrape time so they are never stale."""
+class _Histogram:
+    """Bucket counts (not cumulative), count, sum and creation time of one label set."""
 
-    def __init__(self, counts: DeviceCounts) -> None:
-        self._counts = counts
+    __slots__ = ("buckets", "count", "created", "total")
 
-    def collect(self) -> Iterable[GaugeMetricFamily]:
-        advertised = GaugeMetricFamily(
-            f"{PREFIX}_advertised_devices", "Devices advertised to the kubelet, per resource", labels=["resource"]
-        )
-        healthy = GaugeMetricFamily(
-            f"{PREFIX}_healthy_devices", "Advertised devices that are Healthy, per resource", labels=["resource"]
-        )
-        for resource, (total, ok) in sorted(self._counts().items()):
-            advertised.add_metric([resource], total)
-            healthy.add_metric([resource], ok)
-        yield advertised
-        yield healthy
+    def __init__(self) -> None:
+        self.buckets = [0] * (len(ALLOCATE_BUCKETS) + 1)  # the last one is +Inf
+        self.count = 0
+        self.total = 0.0
+        self.created = time.time()
 
 
 class PluginMetrics:
-    """Every metric of one plugin process, in its own registry (so tests and several plugins never collide).
+    """Every metric of one plugin process. It is the plugin's PluginObserver (allocations, streams) and
+    HealthObserver (events), and the lifecycle reports registrations to it.
 
-    It is the plugin's PluginObserver (allocations, streams) and HealthObserver (events), and the
-    lifecycle reports registrations to it.
+    Values are kept in plain Python (a lock, dicts and ints): a plugin started without a metrics port never
+    loads the Prometheus client (about a tenth of its start). `registry` (made on first use: the metrics
+    server, the per-node config watcher) exports them at every scrape, in Prometheus' usual shape
+    (`_total` and `_created` samples for counters, cumulative buckets for the latency histogram), and
+    other metrics may be registered there too.
     """
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry(auto_describe=True)
-        r = self.registry
-        self.registrations = Counter(
-            f"{PREFIX}_registrations", "Successful registrations with the kubelet", ["resource"], registry=r
-        )
-        self.registration_failures = Counter(
-            f"{PREFIX}_registration_failures", "Registration attempts that failed (all resources)", registry=r
-        )
-        self.kubelet_restarts = Counter(
-            f"{PREFIX}_kubelet_restarts", "Kubelet restarts noticed (re-registrations after the first)", registry=r
-        )
-        self.allocations = Counter(
-            f"{PREFIX}_allocations", "Container allocations answered by Allocate", ["resource"], registry=r
-        )
-        self.allocation_errors = Counter(
-            f"{PREFIX}_allocation_errors", "Allocate requests refused", ["resource", "error"], registry=r
-        )
-        self._allocate_children: dict[str, tuple[Any, Any]] = {}
-        self.allocate_seconds = Histogram(
-            f"{PREFIX}_allocate_seconds", "Allocate latency", ["resource"], buckets=ALLOCATE_BUCKETS, registry=r
-        )
-        self.health_events = Counter(
-            f"{PREFIX}_health_events",
-            "Health events by Xid and what they did (marked_unhealthy, ignored, unknown_device, checks_disabled)",
-            ["xid", "outcome"],
-            registry=r,
-        )
-        self.recoveries = Counter(f"{PREFIX}_health_recoveries", "Devices returned to Healthy by a probe", registry=r)
-        self.streams = Gauge(f"{PREFIX}_list_and_watch_streams", "Open ListAndWatch streams", ["resource"], registry=r)
-        self._devices_registered = False
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counters: dict[str, dict[tuple[str, ...], list[float]]] = {name: {} for name, _, _ in _COUNTERS}
+        for name, _, labels in _COUNTERS:
+            if not labels:  # an unlabelled counter exists (at 0) from the start, as Prometheus' own does
+                self._counters[name][()] = [0, time.time()]
+        self._latency: dict[str, _Histogram] = {}
+        self._streams: dict[str, int] = {}
+        self._device_counts: DeviceCounts | None = None
+        self._registry: CollectorRegistry | None = None
+
+    def _count(self, name: str, labels: tuple[str, ...], amount: float = 1) -> None:
+        with self._lock:
+            cell = self._counters[name].get(labels)
+            if cell is None:
+                self._counters[name][labels] = [amount, time.time()]
+            else:
+                cell[0] += amount
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        """A Prometheus registry that exports these metrics (the client is imported here, on first use)."""
+        if self._registry is None:
+            from prometheus_client import CollectorRegistry
+
+            registry = CollectorRegistry(auto_describe=True)
+            registry.register(_Exporter(self))
+            self._registry = registry
+        return self._registry
 
     def watch_devices(self, counts: DeviceCounts) -> None:
-        """Export advertised/healthy device gauges computed by `counts` at every scrape (once per registry)."""
-        if not self._devices_registered:
-            self.registry.register(_DeviceCollector(counts))
-            self._devices_registered = True
+        """Export advertised/healthy device gauges computed by `counts` at every scrape."""
+        self._device_counts = counts
+
+    def count(self, name: str, **labels: str) -> float:
+        """A counter's value now (0 when that label set never counted), by its name without the prefix."""
+        with self._lock:
+            cell = self._counters[name].get(tuple(labels.values()))
+            return cell[0] if cell else 0
 
     # PluginObserver -----------------------------------------------------------------------------
 
     def allocated(self, resource: str, containers: int, seconds: float) -> None:
-        children = self._allocate_children.get(resource)
-        if children is None:  # labels() takes a lock and builds a key: once per resource, not per Allocate
-            children = (self.allocations.labels(resource), self.allocate_seconds.labels(resource))
-            self._allocate_children[resource] = children
-        children[0].inc(containers)
-        children[1].observe(seconds)
+        with self._lock:
+            cell = self._counters["allocations"].get((resource,))
+            if cell is None:
+                self._counters["allocations"][(resource,)] = [containers, time.time()]
+            else:
+                cell[0] += containers
+            histogram = self._latency.get(resource)
+            if histogram is None:
+                histogram = self._latency[resource] = _Histogram()
+            histogram.buckets[bisect.bisect_left(ALLOCATE_BUCKETS, seconds)] += 1
+            histogram.count += 1
+            histogram.total += seconds
 
     def allocation_failed(self, resource: str, error: AllocationError) -> None:
-        self.allocation_errors.labels(resource, type(error).__name__).inc()
+        self._count("allocation_errors", (resource, type(error).__name__))
 
     def stream_opened(self, resource: str) -> None:
-        self.streams.labels(resource).inc()
+        with self._lock:
+            self._streams[resource] = self._streams.get(resource, 0) + 1
 
     def stream_closed(self, resource: str) -> None:
-        self.streams.labels(resource).dec()
+        with self._lock:
+            self._streams[resource] = self._streams.get(resource, 0) - 1
 
     # HealthObserver ------------------------------------------------------------------------------
 
     def health_event(self, xid: int, outcome: str) -> None:
-        self.health_events.labels(str(xid), outcome).inc()
+        self._count("health_events", (str(xid), outcome))
 
     def device_recovered(self, physical_id: str) -> None:
-        self.recoveries.inc()
+        self._count("health_recoveries", ())
 
     # Lifecycle -----------------------------------------------------------------------------------
 
     def registered(self, resources: Iterable[str]) -> None:
         for resource in resources:
-            self.registrations.labels(resource).inc()
+            self._count("registrations", (resource,))
 
     def registration_failed(self) -> None:
-        self.registration_failures.inc()
+        self._count("registration_failures", ())
+
+    def kubelet_restarted(self) -> None:
+        self._count("kubelet_restarts", ())
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        from prometheus_client import generate_latest
+
+        return bytes(generate_latest(self.registry))
+
+    def families(self) -> list[Metric]:
+        """The metrics as Prometheus metric families, as they are now (what a scrape reads)."""
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+        with self._lock:
+            counters = {
+                name: {labels: list(cell) for labels, cell in cells.items()} for name, cells in self._counters.items()
+            }
+            latency = {resource: (list(h.buckets), h.total, h.created) for resource, h in self._latency.items()}
+            streams = dict(self._streams)
+        found: list[Metric] = []
+        for name, text, labels in _COUNTERS:
+            family = CounterMetricFamily(f"{PREFIX}_{name}", text, labels=list(labels))
+            for values, (value, created) in sorted(counters[name].items()):
+                family.add_metric(list(values), value, created=created)
+            found.append(family)
+            if name == "allocation_errors":  # the latency histogram sits here in the exposition, as before
+                histogram = HistogramMetricFamily(f"{PREFIX}_allocate_seconds", "Allocate latency", labels=["resource"])
+                for resource, (buckets, total, created) in sorted(latency.items()):
+                    cumulative, rows = 0, []
+                    for bound, count in zip((*ALLOCATE_BUCKETS, float("inf")), buckets, strict=True):
+                        cumulative += count
+                        rows.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
+                    histogram.add_metric([resource], rows, total)
+                    histogram.add_sample(f"{PREFIX}_allocate_seconds_created", {"resource": resource}, created)
+                found.append(histogram)
+        gauge = GaugeMetricFamily(f"{PREFIX}_list_and_watch_streams", "Open ListAndWatch streams", labels=["resource"])
+        for resource, open_streams in sorted(streams.items()):
+            gauge.add_metric([resource], open_streams)
+        found.append(gauge)
+        if self._device_counts is not None:
+            advertised = GaugeMetricFamily(
+                f"{PREFIX}_advertised_devices", "Devices advertised to the kubelet, per resource", labels=["resource"]
+            )
+            healthy = GaugeMetricFamily(
+                f"{PREFIX}_healthy_devices", "Advertised devices that are Healthy, per resource", labels=["resource"]
+            )
+            for resource, (total, ok) in sorted(self._device_counts().items()):
+                advertised.add_metric([resource], total)
+                healthy.add_metric([resource], ok)
+            found += [advertised, healthy]
+        return found
+
+
+class _Exporter:
+    """The Prometheus collector of one PluginMetrics: read at every scrape, so never stale."""
+
+    def __init__(self, metrics: PluginMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterable[Metric]:
+        return self._metrics.families()
 
 
 class MetricsServer:
@@ -162,6 +243,8 @@ class MetricsServer:
 
     def _route(self, path: str) -> tuple[int, bytes, str]:
         if path == "/metrics":
+            from prometheus_client import CONTENT_TYPE_LATEST
+
             return 200, self.metrics.render(), CONTENT_TYPE_LATEST
         if path in ("/healthz", "/readyz"):
             ok, why = (self._liveness if path == "/healthz" else self._readiness)()
