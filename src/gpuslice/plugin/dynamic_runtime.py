@@ -7,10 +7,11 @@ import time
 from collections.abc import Sequence
 
 from gpuslice.allocation import AllocateOptions, Allocator, DynamicAllocator, StaticAllocator, WholeGpuRule
-from gpuslice.discovery import MigControl
-from gpuslice.plugin.dynamic_settings import DynamicMigSettings
+from gpuslice.discovery import Backend, MigControl
+from gpuslice.gpu import Node
+from gpuslice.plugin.dynamic_settings import DynamicMigSettings, has_dynamic_placements, mig_control_for
 from gpuslice.plugin.pod_resources_watch import PodResourcesClient, ReleaseWatcher
-from gpuslice.sharing import HealthStore, Resource
+from gpuslice.sharing import HealthStore, Resource, SharingPlan
 from gpuslice.sharing.dynamic.checkpoint import MigCheckpoint
 from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry
 from gpuslice.sharing.dynamic.runtime import DynamicMig, ResumeReport
@@ -85,3 +86,12 @@ class DynamicMigRuntime:
         if resource.name in self.geometry.resource_names:
             return DynamicAllocator(resource, health, self.dynamic, options, whole_gpu_rule)
         return StaticAllocator(resource, health, options, whole_gpu_rule)
+
+
+def runtime_for(
+    plan: SharingPlan, node: Node, backend: Backend, settings: DynamicMigSettings
+) -> DynamicMigRuntime | None:
+    """The runtime when the plan advertises dynamic placements, else None; DynamicMigUnavailable if impossible."""
+    if not has_dynamic_placements(plan):
+        return None
+    return DynamicMigRuntime(plan.resources, node.name, mig_control_for(backend, node), settings)

@@ -1,4 +1,4 @@
-"""What the plugin needs of dynamic MIG before it knows the plan uses it: settings, socket, the runtime's factory.
+"""What the plugin needs of dynamic MIG before it knows the plan uses it: settings, socket, the plan test.
 
 The runtime itself (plugin.dynamic_runtime: geometry, checkpoint, pod-resources client) loads only for a
 plan with dynamic placements, so a plugin without them starts without those modules.
@@ -10,7 +10,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gpuslice.discovery import Backend, MigControl
 from gpuslice.gpu import Node
@@ -18,9 +17,6 @@ from gpuslice.sharing import SharingPlan
 from gpuslice.sharing.dynamic.checkpoint import FILE_NAME
 from gpuslice.sharing.dynamic.geometry import is_slot_id
 from gpuslice.wire import DEFAULT_POD_RESOURCES_SOCKET
-
-if TYPE_CHECKING:
-    from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime
 
 POD_RESOURCES_SOCKET_ENV = "POD_RESOURCES_SOCKET"
 RELEASE_POLL_S = 0.5  # while anything is held: a freed placement must come back within a second
@@ -64,12 +60,6 @@ def mig_control_for(backend: Backend, node: Node) -> MigControl:
     )
 
 
-def runtime_for(
-    plan: SharingPlan, node: Node, backend: Backend, settings: DynamicMigSettings
-) -> DynamicMigRuntime | None:
-    """The runtime when the plan advertises dynamic placements, else None; DynamicMigUnavailable if impossible."""
-    if not any(is_slot_id(d.id) for r in plan.resources for d in r.devices):
-        return None
-    from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime
-
-    return DynamicMigRuntime(plan.resources, node.name, mig_control_for(backend, node), settings)
+def has_dynamic_placements(plan: SharingPlan) -> bool:
+    """Whether the plan advertises dynamic MIG placements (then plugin.dynamic_runtime serves them)."""
+    return any(is_slot_id(d.id) for r in plan.resources for d in r.devices)

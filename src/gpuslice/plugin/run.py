@@ -13,7 +13,7 @@ from gpuslice.config import Config, ConfigError, apply_overrides, load_config, v
 from gpuslice.discovery import Backend
 from gpuslice.discovery.select import BackendInitError, make_backend
 from gpuslice.gpu import Node
-from gpuslice.plugin.dynamic_settings import DynamicMigSettings, DynamicMigUnavailable, runtime_for
+from gpuslice.plugin.dynamic_settings import DynamicMigSettings, DynamicMigUnavailable, has_dynamic_placements
 from gpuslice.plugin.manager import PluginExtension, PluginManager
 from gpuslice.plugin.server import DEFAULT_WORKERS
 from gpuslice.plugin.service import PluginObserver
@@ -96,10 +96,14 @@ def build_manager(
     `options`: the Allocate pipeline (plugin.compat.allocate_options for NVIDIA's strategies, CDI and MPS).
     With dynamic MIG placements in the plan it carries a DynamicMigRuntime built from `dynamic_settings`.
     """
-    try:
-        dynamic = runtime_for(setup.plan, setup.node, setup.backend, dynamic_settings)
-    except DynamicMigUnavailable as exc:
-        raise SetupError(str(exc)) from exc
+    dynamic = None
+    if has_dynamic_placements(setup.plan):
+        from gpuslice.plugin.dynamic_runtime import runtime_for  # its modules load only for such a plan
+
+        try:
+            dynamic = runtime_for(setup.plan, setup.node, setup.backend, dynamic_settings)
+        except DynamicMigUnavailable as exc:
+            raise SetupError(str(exc)) from exc
     return assemble_manager(
         setup.plan,
         setup.node,
