@@ -98,12 +98,6 @@ class PluginMetrics:
         """Export advertised/healthy device gauges computed by `counts` at every scrape."""
         self._device_counts = counts
 
-    def count(self, name: str, **labels: str) -> float:
-        """A counter's value now (0 when that label set never counted), by its name without the prefix."""
-        with self._lock:
-            cell = self._counters[name].get(tuple(labels.values()))
-            return cell[0] if cell else 0
-
     # PluginObserver -----------------------------------------------------------------------------
 
     def allocated(self, resource: str, containers: int, seconds: float) -> None:
