@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuslice.fgd.frag import TaskArrays, node_fragment, node_fragment_weighted, task_fragment
+from gpuslice.fgd.state import StateTable
 from tests.fgd.helpers import MODELS, cluster, node_table, set_gpus, shape, typical
 
 G2 = MODELS.index("G2")
@@ -69,10 +70,7 @@ def test_vectorised_sums_equal_the_scalar_definition(
     tasks: list[tuple[int, tuple[int, int], str, int]], states: list[tuple[int, int, list[int]]]
 ) -> None:
     workload = typical(*((shape(c, u, k, spec), w) for c, (u, k), spec, w in tasks))
-    arrays = TaskArrays.build(workload, len(MODELS))
-    gpus = np.array([sorted(g, reverse=True) for _, _, g in states], dtype=np.int64)
-    big, count = arrays.fitting(gpus)
-    vector = arrays.weighted_fragment(
-        np.array([m for m, _, _ in states]), np.array([c for _, c, _ in states]), gpus.sum(axis=1), big, count
-    )
+    table = StateTable(TaskArrays.build(workload, len(MODELS)), slots=4)
+    sids = [table.intern(m, c, tuple(sorted(g, reverse=True))) for m, c, g in states]
+    vector = table.frag(np.array(sids, dtype=np.int64))
     assert vector.tolist() == [node_fragment_weighted(c, g, m, workload) for m, c, g in states]

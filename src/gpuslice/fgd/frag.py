@@ -44,14 +44,13 @@ def node_fragment(cpu_free: int, gpu_free: Sequence[int], model: int, typical: T
 
 @dataclass(frozen=True)
 class TaskArrays:
-    """The typical tasks as arrays for vectorised fragment sums.
+    """The typical tasks as arrays and tables for vectorised fragment sums (fgd.state uses them).
 
     `usable[model, t]` is False for CPU-only tasks and for models task t may not use, so such tasks always
-    count the whole free capacity as fragment. The sums are table lookups (numpy's per-call cost, not its
-    arithmetic, bounds the simulator): `free_table[v]` holds, for one GPU with v free milli (0..1000),
-    [v, per task: v if the task fits on it else 0, per task: 1 if it fits else 0], so one gather and one
-    sum give a node's total, fitting milli and fitting-GPU count per task; `runs_by_rank[model, r, t]`
-    says whether task t may use the model and needs at most the r-th smallest task CPU.
+    count the whole free capacity as fragment. `free_table[v]` holds, for one GPU with v free milli
+    (0..1000), [v, per task: v if the task fits on it else 0, per task: 1 if it fits else 0];
+    `runs_by_rank[model, r, t]` says whether task t may use the model and needs at most the r-th smallest
+    task CPU; `contribution` is what one GPU adds to the one-GPU tasks' fitting sum.
     """
 
     cpu: IntArray
@@ -125,30 +124,3 @@ class TaskArrays:
         free = np.arange(MILLI + 1, dtype=np.int64)
         covered = np.searchsorted(levels, free, side="right")  # how many levels a GPU with v free fits
         return np.asarray(cumulative[:, :, covered] * free, dtype=np.int64)
-
-    def cpu_runs(self, model: IntArray, cpu_free: IntArray) -> npt.NDArray[np.bool_]:
-        """(..., T): task t may use the node's model and fits in its free CPU."""
-        return self.runs_by_rank[model, np.searchsorted(self.cpu_levels, cpu_free, side="right")]
-
-    def free_sums(self, gpu_free: IntArray) -> IntArray:
-        """For GPU rows (..., G): [total free, per task fitting milli, per task fitting-GPU count]."""
-        return np.asarray(self.free_table[gpu_free].sum(axis=-2), dtype=np.int64)
-
-    def fitting(self, gpu_free: IntArray) -> tuple[IntArray, IntArray]:
-        """For GPU rows (..., G): per task, the free milli on GPUs big enough for it and how many there are."""
-        sums = self.free_sums(gpu_free)
-        return sums[..., 1 : 1 + self.size], sums[..., 1 + self.size :]
-
-    def fitting_sum(self, model: IntArray, cpu: IntArray, big: IntArray, count: IntArray) -> IntArray:
-        """Σ_t w_t big[t] over the tasks that can run (model usable, CPU enough, enough fitting GPUs)."""
-        runs = self.cpu_runs(model, cpu) & (count >= self.num_gpu)
-        return np.asarray((big * runs) @ self.weight, dtype=np.int64)
-
-    def weighted_fragment(
-        self, model: IntArray, cpu: IntArray, total: IntArray, big: IntArray, count: IntArray
-    ) -> IntArray:
-        """Σ_t w_t F(t) for rows of (model, cpu free, total free, big[t], count[t]) — integer exact.
-
-        F(t) = total - big[t] when task t can run (model usable, CPU enough, enough fitting GPUs), else total.
-        """
-        return np.asarray(total * self.total_weight - self.fitting_sum(model, cpu, big, count), dtype=np.int64)

@@ -24,7 +24,9 @@ class StateTable:
     """Interned node states. Row `sid` of `packed` holds [model, cpu, Σ_m w_m F_n(m), Σ_m w_m (milli task m
     can use), total free, the one-GPU tasks' fitting sum at each CPU rank, per multi-GPU task its fitting
     milli, then its fitting GPU count, free milli per GPU slot (high to low)]; the columns from FRAG up to
-    the GPU slots are derived, filled in batches when first needed.
+    the GPU slots are derived, filled in batches when first needed. A state's own columns (model, CPU,
+    GPUs) reach `packed` in a batch too, before anything reads it (`rows`, `ensure`): read `packed` only
+    through them.
 
     The one-GPU tasks' fitting sum is kept for every CPU rank (not only the node's own) because a pod that
     takes CPU moves the node to a lower rank: the sum there is one lookup, and a pod that changes one GPU
@@ -40,7 +42,6 @@ class StateTable:
         self.rank_cols = slice(self.TOTAL + 1, self.TOTAL + 1 + self.ranks)
         multi = tasks.multi
         self.multi_size = len(multi)
-        self.multi_big_cols = slice(self.rank_cols.stop, self.rank_cols.stop + self.multi_size)
         self.multi_cols = slice(self.rank_cols.stop, self.rank_cols.stop + 2 * self.multi_size)  # big, count
         self.gpu_cols = slice(self.multi_cols.stop, self.multi_cols.stop + slots)
         free_table = tasks.free_table  # [v, per task fitting milli, per task fit] for one GPU with v free
