@@ -96,3 +96,10 @@ def test_nothing_found_without_fail_on_init_error_idles(
     assert (node.name, node.gpus) == ("n1", ())
     assert node.extra["backend"] == "idle" and node.extra["reason"] == backend.reason
     assert "No devices found" in caplog.text and "advertising none" in caplog.text
+
+
+def test_the_fake_backend_takes_the_node_name_it_is_given(tmp_path: Path) -> None:
+    spec_name = make_backend("fake", "preset:dgx-h100", tmp_path, True).discover()
+    named = make_backend("fake", "preset:dgx-h100", tmp_path, True, node_name="node-7").discover()
+    assert named.name == "node-7" != spec_name.name
+    assert [gpu.uuid for gpu in named.gpus] == [gpu.uuid for gpu in spec_name.gpus]  # the spec's IDs stay

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
 from gpuslice.discovery.capabilities import HealthSource, MigControl, Prober
@@ -57,16 +58,18 @@ class FakeBackend(Backend):
 
     name = "fake"
 
-    def __init__(self, spec: NodeSpec) -> None:
+    def __init__(self, spec: NodeSpec, node_name: str | None = None) -> None:
         self.spec = spec
+        # `--node-name` wins over the spec's name, as for the real backends (the GPUs' IDs stay the spec's).
+        self._node = replace(spec.node, name=node_name) if node_name else spec.node
 
     @classmethod
-    def from_ref(cls, ref: str | None) -> FakeBackend:
+    def from_ref(cls, ref: str | None, node_name: str | None = None) -> FakeBackend:
         """`preset:NAME`, a preset name or a YAML path; None is the default preset."""
-        return cls(load_node_spec(ref))
+        return cls(load_node_spec(ref), node_name)
 
     def discover(self) -> Node:
-        return self.spec.node
+        return self._node
 
     def health_source(self, poll_interval_s: float = HEALTH_FILE_POLL_S) -> HealthSource | None:
         path = self.spec.health_events

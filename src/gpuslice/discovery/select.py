@@ -64,7 +64,7 @@ def make_backend(
         raise BackendInitError(kind, [f"unknown backend; choose one of {', '.join(BACKEND_KINDS)}"])
     if kind == "fake":
         try:
-            return FakeBackend.from_ref(node_spec_ref)
+            return FakeBackend.from_ref(node_spec_ref, node_name)
         except NodeSpecError as exc:
             raise BackendInitError(kind, [str(exc)]) from exc
     # the real backends' modules load only when asked for (a fake node's plugin starts without them)

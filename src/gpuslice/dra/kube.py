@@ -21,13 +21,29 @@ class LightkubeResourceApi:
         import httpx2  # lightkube's HTTP client; imported here so `--print-resource-slices` never needs it
         from lightkube import Client, KubeConfig
         from lightkube.config.models import Cluster, User
+        from lightkube.core.exceptions import ConfigError
 
         # A plain URL (the mock kubelet's API, a local proxy) needs no credentials.
         config = KubeConfig.from_one(cluster=Cluster(server=server), user=User()) if server else None
-        self._client = Client(
-            config=config, timeout=httpx2.Timeout(API_REQUEST_TIMEOUT_S), field_manager=FIELD_MANAGER, trust_env=False
-        )
+        self._client: Any = None
+        self._no_client: str | None = None
+        try:
+            self._client = Client(
+                config=config, timeout=httpx2.Timeout(API_REQUEST_TIMEOUT_S), field_manager=FIELD_MANAGER,
+                trust_env=False,
+            )  # fmt: skip
+        except ConfigError as exc:
+            # No in-cluster config and no kubeconfig: serve anyway (as the device plugin's watcher does);
+            # every API call fails as an ApiError, so publishing retries and claims get a clear error.
+            self._no_client = f"no API server configured (in-cluster config or KUBECONFIG): {exc}"
+            log.warning("%s; serving without the API server", self._no_client)
         self._version: str | None = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            raise ApiError(self._no_client or "no API client")
+        return self._client
 
     def _kinds(self, version: str) -> tuple[Any, Any]:
         from lightkube.generic_resource import create_global_resource, create_namespaced_resource
@@ -54,7 +70,7 @@ class LightkubeResourceApi:
             slices, _ = self._kinds(version)
             try:
                 self._call(f"list {API_GROUP}/{version} ResourceSlices", lambda s=slices: list(
-                    self._client.list(s, chunk_size=1, fields={"spec.driver": "probe.invalid"})
+                    self.client.list(s, chunk_size=1, fields={"spec.driver": "probe.invalid"})
                 ))  # fmt: skip
             except ApiError as exc:
                 if exc.status in (404, 405):
@@ -70,7 +86,7 @@ class LightkubeResourceApi:
         _, claims = self._kinds(self.resource_version())
         try:
             found = self._call(
-                f"get ResourceClaim {namespace}/{name}", self._client.get, claims, name, namespace=namespace
+                f"get ResourceClaim {namespace}/{name}", self.client.get, claims, name, namespace=namespace
             )
         except ApiError as exc:
             if exc.status == 404:
@@ -81,29 +97,29 @@ class LightkubeResourceApi:
     def list_slices(self, driver: str, node_name: str) -> list[dict[str, Any]]:
         slices, _ = self._kinds(self.resource_version())
         fields: dict[str, Any] = {"spec.driver": driver, "spec.nodeName": node_name}
-        listed = self._call("list ResourceSlices", lambda: list(self._client.list(slices, fields=fields)))
+        listed = self._call("list ResourceSlices", lambda: list(self.client.list(slices, fields=fields)))
         return [dict(obj.to_dict()) for obj in listed]
 
     def apply_slice(self, obj: dict[str, Any]) -> None:
         slices, _ = self._kinds(obj["apiVersion"].rsplit("/", 1)[-1])
         name = obj["metadata"]["name"]
         try:
-            current = self._call(f"get ResourceSlice {name}", self._client.get, slices, name)
+            current = self._call(f"get ResourceSlice {name}", self.client.get, slices, name)
         except ApiError as exc:
             if exc.status != 404:
                 raise
-            self._call(f"create ResourceSlice {name}", self._client.create, slices(obj))
+            self._call(f"create ResourceSlice {name}", self.client.create, slices(obj))
             return
         body = {
             **obj,
             "metadata": {**obj["metadata"], "resourceVersion": current.to_dict()["metadata"]["resourceVersion"]},
         }
-        self._call(f"replace ResourceSlice {name}", self._client.replace, slices(body))
+        self._call(f"replace ResourceSlice {name}", self.client.replace, slices(body))
 
     def delete_slice(self, name: str) -> None:
         slices, _ = self._kinds(self.resource_version())
         try:
-            self._call(f"delete ResourceSlice {name}", self._client.delete, slices, name)
+            self._call(f"delete ResourceSlice {name}", self.client.delete, slices, name)
         except ApiError as exc:
             if exc.status != 404:
                 raise
