@@ -35,6 +35,15 @@ ACCEPTED: list[tuple[str, str, str, Any]] = [
     ),
     ("channel-ids-integral-float", "imex:\n  channelIDs: [0.0]\n", "imex.channel_ids", (0,)),
     ("bool-true", "flags:\n  plugin:\n    passDeviceSpecs: true\n", "flags.plugin.pass_device_specs", True),
+    # NVIDIA's sharing.mps is a pointer: null (or an empty value) is no MPS, where timeSlicing: null is refused.
+    ("mps-null", "sharing:\n  mps: null\n", "sharing.mps", None),
+    ("mps-empty-value", "sharing:\n  mps:\n", "sharing.mps", None),
+    (
+        "mps-null-next-to-time-slicing",
+        TS + "    - name: gpu\n      replicas: 2\n  mps: null\n",
+        "sharing.time_slicing.resources",
+        2,
+    ),
 ]
 
 
@@ -54,7 +63,7 @@ def test_nvidia_accepts_so_do_we(text: str, path: str, expected: Any) -> None:
 # (id, config text, expected error fragment): NVIDIA refuses these; the text names the key, file and line.
 REFUSED: list[tuple[str, str, str]] = [
     ("time-slicing-null", "sharing:\n  timeSlicing: null\n", "c.yaml:2: sharing.timeSlicing: no resources specified"),
-    ("mps-null", "sharing:\n  mps:\n", "sharing.mps: no resources specified"),
+    ("mps-empty", "sharing:\n  mps: {}\n", "c.yaml:2: sharing.mps: no resources specified"),
     (
         "bool-as-string",
         "flags:\n  plugin:\n    passDeviceSpecs: 'true'\n",

@@ -294,10 +294,11 @@ class SharingSchema(_Model):
     time_slicing: ReplicatedResourcesSchema | None = None
     mps: ReplicatedResourcesSchema | None = None
 
-    @field_validator("time_slicing", "mps", mode="before")
+    @field_validator("time_slicing", mode="before")
     @classmethod
     def _present_means_configured(cls, value: Any) -> Any:
-        # `timeSlicing: null` names the strategy without resources: NVIDIA refuses it the same way.
+        # NVIDIA's timeSlicing is a struct, so `timeSlicing: null` still reaches its resource check and is
+        # refused; its mps is a pointer, so `mps: null` is simply no MPS (pydantic's default for None).
         if value is None:
             raise ValueError("no resources specified")
         return value

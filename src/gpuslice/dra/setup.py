@@ -1,4 +1,4 @@
-"""Building the DRA plugin's view of a node: config -> backend -> node -> sharing plan -> DRA devices."""
+"""The DRA plugin's view of a node: the node core's served config (gpuslice.node) -> DRA devices."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpuslice.config import Config, ConfigError, apply_overrides, load_config, validate_startup
-from gpuslice.discovery import Backend, BackendInitError, make_backend
+from gpuslice.config import Config, ConfigError
+from gpuslice.discovery import Backend
 from gpuslice.dra.devices import DeviceModelError, DraDevice, pool_devices
 from gpuslice.gpu import Node
-from gpuslice.sharing import SharingError, SharingPlan, build_resources
+from gpuslice.node.served import ServedConfigError, backend_from_flags, build_served
+from gpuslice.sharing import SharingPlan
 
 
 class DraSetupError(ValueError):
@@ -44,26 +45,24 @@ def prepare_setup(
     `claimed_gpus`: GPUs our checkpoint has MIG devices on; under dynamic MIG they stay dynamic.
     """
     try:
-        loaded = load_config(config_file)
-        config = apply_overrides(loaded.config, overrides or {}, loaded.source)
-        validate_startup(config)
-    except ConfigError as exc:
+        served = build_served(
+            config_file,
+            backend_from_flags(backend_kind, node_spec, node_name),
+            overrides=overrides,
+            claimed_gpus=claimed_gpus,
+            check=_no_node_mps,
+        )
+        devices = pool_devices(served.node, served.plan)
+    except ServedConfigError as exc:
         raise DraSetupError(str(exc)) from exc
+    except DeviceModelError as exc:
+        raise DraSetupError(f"config {served.source}: {exc}") from exc
+    return DraSetup(served.config, served.node, served.plan, served.backend, devices, served.warnings)
+
+
+def _no_node_mps(config: Config, source: str) -> None:
     if config.sharing.strategy == "mps":
-        raise DraSetupError(
-            f"config {loaded.source}: sharing.mps: under DRA, MPS is asked for per claim "
+        raise ConfigError(
+            f"config {source}: sharing.mps: under DRA, MPS is asked for per claim "
             "(opaque GpuConfig with sharing.strategy MPS); remove sharing.mps from the node's config"
         )
-    flags = config.flags
-    try:
-        backend = make_backend(backend_kind, node_spec, flags.nvidia_driver_root, flags.fail_on_init_error,
-                               node_name=node_name)  # fmt: skip
-    except BackendInitError as exc:
-        raise DraSetupError(str(exc)) from exc
-    node = backend.discover()
-    try:
-        plan = build_resources(node, config, claimed_gpus)
-        devices = pool_devices(node, plan)
-    except (SharingError, DeviceModelError) as exc:
-        raise DraSetupError(f"config {loaded.source}: {exc}") from exc
-    return DraSetup(config, node, plan, backend, devices, loaded.warnings + plan.warnings)

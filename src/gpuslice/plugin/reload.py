@@ -8,23 +8,21 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from gpuslice.config import ConfigError, apply_overrides, load_config, validate_startup
+from gpuslice.config import Config, ConfigError
 from gpuslice.discovery import Backend
 from gpuslice.gpu import Gpu, Node
+from gpuslice.node.served import ConfigSource, build_served, use_backend
 from gpuslice.plugin.compat import CompatOptions
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.server import PluginStartError, RegistrationError
 from gpuslice.plugin.upkeep import NodeUpkeep, ServedConfig, served_config
-from gpuslice.sharing import SharingError, SharingPlan, build_resources, is_dynamic
+from gpuslice.sharing import SharingError, SharingPlan, is_dynamic
 from gpuslice.sharing.dynamic.geometry import is_slot_id
 from gpuslice.sharing.dynamic.plan import DYNAMIC
 
 log = logging.getLogger("gpuslice.plugin")
-
-ConfigSource = str | Path | None  # a config file; None: the defaults
 
 
 class KeepSource(enum.Enum):
@@ -63,6 +61,7 @@ class ConfigReloader:
         self.overrides = dict(overrides or {})  # flags and env vars keep winning over the file on every reload
         self.nvidia_answers = nvidia_answers
         self._lock = threading.Lock()
+        self._carved_now: frozenset[str] = frozenset()  # set by each candidate's config check
         self.reloads = 0
         self.failed_reloads = 0
 
@@ -96,23 +95,30 @@ class ConfigReloader:
             return True
 
     def _candidate(self, source: ConfigSource) -> ServedConfig:
-        loaded = load_config(source)
-        config = apply_overrides(loaded.config, self.overrides, loaded.source)
-        validate_startup(config)
+        served = build_served(
+            source,
+            use_backend(self.backend),
+            overrides=self.overrides,
+            claimed_gpus=self._carved,
+            check=self._same_strategy,
+            adjust_node=lambda discovered: _same_node(discovered, self.served.node, self._carved_now),
+        )
+        candidate = served_config(served.config, served.node, served.plan, self.options, self.nvidia_answers)
+        return replace(candidate, warnings=served.warnings + candidate.warnings)
+
+    def _same_strategy(self, config: Config, source: str) -> None:
         strategies = (self.served.config.flags.mig_strategy, config.flags.mig_strategy)
         if DYNAMIC in strategies and strategies[0] != strategies[1]:
             # The dynamic-MIG runtime (geometry, checkpoint, watcher) is built once, at start.
             raise ConfigError(
                 f"flags.migStrategy: switching from {strategies[0]} to {strategies[1]} needs a restart of the plugin"
             )
-        discovered = self.backend.discover()
         # Under dynamic MIG: the same GPUs and the same carved set give the same placements, so the
         # running geometry stays valid.
-        carved = _placement_gpus(self.served.plan) if is_dynamic(config) else frozenset()
-        node = _same_node(discovered, self.served.node, carved)
-        plan = build_resources(node, config, carved)
-        served = served_config(config, node, plan, self.options, self.nvidia_answers)
-        return replace(served, warnings=loaded.warnings + plan.warnings + served.warnings)
+        self._carved_now = _placement_gpus(self.served.plan) if is_dynamic(config) else frozenset()
+
+    def _carved(self, config: Config, node: Node) -> frozenset[str]:
+        return self._carved_now
 
     def _apply(self, candidate: ServedConfig, source: ConfigSource) -> bool:
         old = self.served

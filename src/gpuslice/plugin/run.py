@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from gpuslice.allocation import AllocateOptions, whole_gpu_rule_for
-from gpuslice.config import Config, ConfigError, apply_overrides, load_config, validate_startup
+from gpuslice.config import Config
 from gpuslice.discovery import Backend
-from gpuslice.discovery.select import BackendInitError, make_backend
 from gpuslice.gpu import Node
+from gpuslice.node.served import ServedConfigError, backend_from_flags, build_served, use_backend
 from gpuslice.plugin.dynamic_settings import DynamicMigSettings, DynamicMigUnavailable, has_dynamic_placements
 from gpuslice.plugin.manager import PluginExtension, PluginManager
 from gpuslice.plugin.server import DEFAULT_WORKERS
 from gpuslice.plugin.service import PluginObserver
-from gpuslice.sharing import HealthStore, SharingError, SharingPlan, build_resources, is_dynamic
+from gpuslice.sharing import HealthStore, SharingPlan, is_dynamic
 from gpuslice.sharing.dynamic.checkpoint import claimed_gpus
 from gpuslice.topology import TopologySpecError, topology_from_spec
 
@@ -56,29 +56,16 @@ def prepare(
     (dotted config keys, see config.PLUGIN_FLAGS); they win over the file. `backend`, when given, is
     used instead of building the one `backend_kind` names.
     """
-    try:
-        loaded = load_config(config_file)
-        config = apply_overrides(loaded.config, overrides or {}, loaded.source)
-        validate_startup(config)
-    except ConfigError as exc:
-        raise SetupError(str(exc)) from exc
-    if backend is None:
-        backend = _backend(backend_kind, node_spec, config, node_name)
-    node = backend.discover()
-    try:
-        claimed = claimed_gpus(Path(mig_checkpoint), node.name) if is_dynamic(config) and mig_checkpoint else ()
-        plan = build_resources(node, config, claimed)
-    except SharingError as exc:
-        raise SetupError(f"config {loaded.source}: {exc}") from exc
-    return PluginSetup(config, node, plan, backend, loaded.warnings + plan.warnings)
+    make = use_backend(backend) if backend is not None else backend_from_flags(backend_kind, node_spec, node_name)
 
+    def claimed(config: Config, node: Node) -> frozenset[str]:
+        return claimed_gpus(Path(mig_checkpoint), node.name) if is_dynamic(config) and mig_checkpoint else frozenset()
 
-def _backend(kind: str, node_spec: str | None, config: Config, node_name: str | None) -> Backend:
-    flags = config.flags
     try:
-        return make_backend(kind, node_spec, flags.nvidia_driver_root, flags.fail_on_init_error, node_name=node_name)
-    except BackendInitError as exc:
+        served = build_served(config_file, make, overrides=overrides, claimed_gpus=claimed)
+    except ServedConfigError as exc:
         raise SetupError(str(exc)) from exc
+    return PluginSetup(served.config, served.node, served.plan, served.backend, served.warnings)
 
 
 def build_manager(
