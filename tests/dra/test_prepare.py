@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from gpuslice.allocation.cdi import CONTROL_NODES, present_control_nodes
 from gpuslice.discovery import RecordingMigControl
 from gpuslice.dra import ApiError, DraSettings, InMemoryResourceApi, prepare_setup
 from gpuslice.dra.app import DraApp
@@ -176,3 +177,28 @@ def test_a_time_slice_interval_is_set_for_the_claim_and_reset_after(app: DraApp)
     assert control.levels == {gpu1: 3} and record.isolation == "no isolation (time-slicing)"
     app.preparer.unprepare(ClaimRef("default", "c-u6", "u6"), 10)
     assert control.levels == {gpu1: 0}
+
+
+def test_claim_specs_hide_the_nodes_gpus_from_the_legacy_runtime(app: DraApp) -> None:
+    # Without void a CUDA image's NVIDIA_VISIBLE_DEVICES=all would make the legacy runtime inject every GPU.
+    api = app.api
+    assert isinstance(api, InMemoryResourceApi)
+    api.put_claim(allocated("u7", ["gpu-0"]))
+    record = app.preparer.prepare(ClaimRef("default", "c-u7", "u7"), 10)
+    assert record.cdi_spec is not None
+    edits = json.loads(Path(record.cdi_spec).read_text())["containerEdits"]
+    assert edits["env"][0] == "NVIDIA_VISIBLE_DEVICES=void"
+    # the fake backend's /dev is imaginary: every control node counts as present, as for the device plugin
+    assert [node["path"] for node in edits["deviceNodes"]] == list(CONTROL_NODES)
+
+
+def test_claim_specs_list_only_the_control_nodes_the_node_has() -> None:
+    from gpuslice.discovery.nodespec import load_node_spec
+    from gpuslice.dra.cdi import ClaimDeviceEdits, ClaimEdits, claim_spec
+
+    gpu = load_node_spec("preset:h100x4").node.gpus[0]
+    present = present_control_nodes(lambda path: path != "/dev/nvidia-modeset")
+    spec = claim_spec(DRIVER, "u8", [ClaimDeviceEdits("gpu-0", gpu, None)], ClaimEdits(), control_nodes=present)
+    nodes = [node["path"] for node in spec["containerEdits"]["deviceNodes"]]
+    assert nodes == ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
+    assert spec["containerEdits"]["env"] == ["NVIDIA_VISIBLE_DEVICES=void"]

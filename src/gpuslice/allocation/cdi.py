@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,10 +42,15 @@ def gpu_device_name(gpu: Gpu, mig: MigInstance | None, strategy: IdStrategy) -> 
     return gpu.uuid if strategy == "uuid" else str(gpu.index)
 
 
-def _node(path: str, dev_root: str) -> dict[str, str]:
-    # Host paths follow the dev root, as NVIDIA rewrites them from the container driver root.
+def device_node(path: str, dev_root: str) -> dict[str, str]:
+    """A CDI device node; host paths follow the dev root, as NVIDIA rewrites them from the container driver root."""
     root = dev_root.rstrip("/")
     return {"path": path, "hostPath": root + path} if root else {"path": path}
+
+
+def device_nodes(gpu: Gpu, mig: MigInstance | None, dev_root: str) -> list[dict[str, str]]:
+    """The device nodes of one device: its GPU's, and for a MIG device its two capability nodes."""
+    return [device_node(path, dev_root) for path in _device_paths(gpu, mig)]
 
 
 def _device_paths(gpu: Gpu, mig: MigInstance | None) -> list[str]:
@@ -54,6 +59,28 @@ def _device_paths(gpu: Gpu, mig: MigInstance | None) -> list[str]:
         paths.append(f"/dev/nvidia-caps/nvidia-cap{mig.gi_cap_minor}")
         paths.append(f"/dev/nvidia-caps/nvidia-cap{mig.ci_cap_minor}")
     return paths
+
+
+def present_control_nodes(node_exists: Callable[[str], bool]) -> tuple[str, ...]:
+    """The control nodes this node has (no /dev/nvidia-modeset where the driver made none)."""
+    return tuple(path for path in CONTROL_NODES if node_exists(path))
+
+
+def common_edits(
+    dev_root: str,
+    control_nodes: Sequence[str] = CONTROL_NODES,
+    common: Mapping[str, Any] | None = None,
+    env: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The containerEdits every device of a spec shares: NVIDIA_VISIBLE_DEVICES=void (so the legacy runtime
+    hook does not inject devices a second time, or every GPU for a CUDA image's `all`), the control nodes,
+    `common` (the driver's mounts and hooks, cdi_driver) and `env` after the driver's."""
+    extra = dict(common or {})
+    return {
+        "env": ["NVIDIA_VISIBLE_DEVICES=void", *extra.pop("env", []), *env],
+        "deviceNodes": [device_node(p, dev_root) for p in control_nodes],
+        **extra,
+    }
 
 
 def versioned(spec: dict[str, Any]) -> dict[str, Any]:
@@ -85,31 +112,25 @@ def gpu_spec(
         entries += [(gpu, mig) for mig in gpu.mig_instances]
         other: IdStrategy = "index" if strategy == "uuid" else "uuid"
         for parent, mig in entries:
-            paths = _device_paths(parent, mig)
-            every += paths
-            nodes = [_node(p, dev_root) for p in paths]
+            every += _device_paths(parent, mig)
+            nodes = device_nodes(parent, mig, dev_root)
             for name in (gpu_device_name(parent, mig, strategy), gpu_device_name(parent, mig, other)):
                 devices.append({"name": name, "containerEdits": {"deviceNodes": nodes}})
     if devices:
         devices.append(
             {
                 "name": ALL_DEVICES,
-                "containerEdits": {"deviceNodes": [_node(p, dev_root) for p in dict.fromkeys(every)]},
+                "containerEdits": {"deviceNodes": [device_node(p, dev_root) for p in dict.fromkeys(every)]},
             }
         )
-    extra = dict(common or {})
-    edits: dict[str, Any] = {
-        "env": ["NVIDIA_VISIBLE_DEVICES=void", *extra.pop("env", [])],
-        "deviceNodes": [_node(p, dev_root) for p in control_nodes],
-        **extra,
-    }
+    edits = common_edits(dev_root, control_nodes, common)
     return versioned({"kind": GPU_KIND, "containerEdits": edits, "devices": devices})
 
 
 def imex_spec(channels: Sequence[int], dev_root: str = "/") -> dict[str, Any]:
     """The CDI spec of the selected IMEX channels (device `<n>` -> /dev/nvidia-caps-imex-channels/channel<n>)."""
     devices = [
-        {"name": str(n), "containerEdits": {"deviceNodes": [_node(f"{IMEX_CHANNEL_DIR}/channel{n}", dev_root)]}}
+        {"name": str(n), "containerEdits": {"deviceNodes": [device_node(f"{IMEX_CHANNEL_DIR}/channel{n}", dev_root)]}}
         for n in channels
     ]
     return versioned({"kind": IMEX_KIND, "devices": devices})

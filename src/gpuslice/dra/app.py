@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpuslice.allocation.cdi import present_control_nodes
 from gpuslice.allocation.cdi_driver import driver_edits
 from gpuslice.allocation.cdi_specs import CdiSettings
 from gpuslice.discovery import MigControl
@@ -133,6 +135,10 @@ class DraApp:
             cdi_dir=settings.cdi_dir,
             dev_root=cdi.dev_root,
             driver_edits=driver_edits(files, cdi.driver),
+            # a backend with an imaginary /dev has every node; a real node lists only those the driver made
+            control_nodes=present_control_nodes(
+                (lambda _path: True) if setup.backend.assumes_device_nodes() else os.path.exists
+            ),
             mig=mig if mig is not None else setup.backend.mig_control(setup.node),
             mps=mps,
             timeslice=timeslice if timeslice is not None else timeslice_for(setup),

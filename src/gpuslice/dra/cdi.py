@@ -7,7 +7,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuslice.allocation.cdi import CONTROL_NODES, CdiError, qualified_name, versioned, write_spec
+from gpuslice.allocation.cdi import (
+    CONTROL_NODES,
+    CdiError,
+    common_edits,
+    device_nodes,
+    qualified_name,
+    versioned,
+    write_spec,
+)
 from gpuslice.dra.names import CLAIM_CDI_CLASS, cdi_kind
 from gpuslice.gpu import Gpu, MigInstance
 
@@ -44,36 +52,26 @@ def cdi_id(driver: str, claim_uid: str, device: str) -> str:
     return qualified_name(cdi_kind(driver), cdi_device_name(claim_uid, device))
 
 
-def _node(path: str, dev_root: str) -> dict[str, str]:
-    root = dev_root.rstrip("/")
-    return {"path": path, "hostPath": root + path} if root else {"path": path}
-
-
-def _paths(gpu: Gpu, mig: MigInstance | None) -> list[str]:
-    paths = [gpu.device_path]
-    if mig is not None:
-        paths += [f"/dev/nvidia-caps/nvidia-cap{mig.gi_cap_minor}", f"/dev/nvidia-caps/nvidia-cap{mig.ci_cap_minor}"]
-    return paths
-
-
 def claim_spec(
-    driver: str, claim_uid: str, devices: Sequence[ClaimDeviceEdits], edits: ClaimEdits, dev_root: str = "/"
+    driver: str,
+    claim_uid: str,
+    devices: Sequence[ClaimDeviceEdits],
+    edits: ClaimEdits,
+    dev_root: str = "/",
+    control_nodes: Sequence[str] = CONTROL_NODES,
 ) -> dict[str, Any]:
-    """The claim's spec: control nodes, the driver's files and hooks, the claim's env and mounts for all its
-    devices; each device its own nodes. The lowest cdiVersion that carries it (checked, CdiError if not)."""
-    common: dict[str, Any] = {
-        "env": [*edits.driver.get("env", ()), *(f"{key}={value}" for key, value in sorted(edits.env.items()))],
-        "deviceNodes": [_node(path, dev_root) for path in CONTROL_NODES],
-    }
-    mounts = [*edits.driver.get("mounts", ())]
+    """The claim's spec, common edits from the one builder (void, the control nodes this node has, the
+    driver's files and hooks) plus the claim's env and mounts; each device its own nodes. The lowest
+    cdiVersion that carries it (checked, CdiError if not)."""
+    env = [f"{key}={value}" for key, value in sorted(edits.env.items())]
+    common = common_edits(dev_root, control_nodes, {k: v for k, v in edits.driver.items() if v}, env)
+    mounts = [*common.pop("mounts", ())]
     mounts += [
         {"containerPath": container, "hostPath": host, "options": ["rw", "nosuid", "nodev", "bind"]}
         for container, host in edits.mounts
     ]
     if mounts:
         common["mounts"] = mounts
-    if edits.driver.get("hooks"):
-        common["hooks"] = list(edits.driver["hooks"])
     return versioned(
         {
             "kind": cdi_kind(driver),
@@ -81,7 +79,7 @@ def claim_spec(
             "devices": [
                 {
                     "name": cdi_device_name(claim_uid, entry.device),
-                    "containerEdits": {"deviceNodes": [_node(path, dev_root) for path in _paths(entry.gpu, entry.mig)]},
+                    "containerEdits": {"deviceNodes": device_nodes(entry.gpu, entry.mig, dev_root)},
                 }
                 for entry in devices
             ],

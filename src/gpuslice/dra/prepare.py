@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpuslice.allocation.cdi import CdiError
+from gpuslice.allocation.cdi import CONTROL_NODES, CdiError
 from gpuslice.allocation.mps_edits import CONTAINER_SHM
 from gpuslice.discovery import MigControl, MigControlError
 from gpuslice.dra.api import ApiError, ResourceApi
@@ -42,6 +42,7 @@ class PrepareParts:
     cdi_dir: Path
     dev_root: str = "/"
     driver_edits: Mapping[str, Any] = field(default_factory=dict)  # the driver's files and hooks, found at start
+    control_nodes: tuple[str, ...] = CONTROL_NODES  # those the node has (allocation.cdi.present_control_nodes)
     mig: MigControl | None = None
     mps: ClaimMpsDaemons | None = None
     timeslice: TimeSliceControl | None = None
@@ -296,6 +297,7 @@ class Preparer:
             entries,
             ClaimEdits(record.env, record.mounts, self.parts.driver_edits),
             self.parts.dev_root,
+            self.parts.control_nodes,
         )
         path = write_claim_spec(self.parts.cdi_dir, self.driver, record.uid, spec)
         return replace(record, cdi_spec=str(path))

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from gpuslice.config import Config, ConfigError
-from gpuslice.discovery import Backend
 from gpuslice.dra.devices import DeviceModelError, DraDevice, pool_devices
-from gpuslice.gpu import Node
-from gpuslice.node.served import ServedConfigError, backend_from_flags, build_served
-from gpuslice.sharing import SharingPlan
+from gpuslice.node.served import ServedConfigError, ServedNode, backend_from_flags, build_served
 
 
 class DraSetupError(ValueError):
@@ -19,15 +16,10 @@ class DraSetupError(ValueError):
 
 
 @dataclass(frozen=True)
-class DraSetup:
-    """Everything the DRA plugin publishes, decided before the first socket exists."""
+class DraSetup(ServedNode):
+    """The served node and the devices the DRA plugin publishes from it, decided before the first socket exists."""
 
-    config: Config
-    node: Node
-    plan: SharingPlan
-    backend: Backend
-    devices: tuple[DraDevice, ...]
-    warnings: tuple[str, ...]
+    devices: tuple[DraDevice, ...] = ()
 
 
 def prepare_setup(
@@ -57,7 +49,7 @@ def prepare_setup(
         raise DraSetupError(str(exc)) from exc
     except DeviceModelError as exc:
         raise DraSetupError(f"config {served.source}: {exc}") from exc
-    return DraSetup(served.config, served.node, served.plan, served.backend, devices, served.warnings)
+    return DraSetup(**{f.name: getattr(served, f.name) for f in fields(served)}, devices=devices)
 
 
 def _no_node_mps(config: Config, source: str) -> None:

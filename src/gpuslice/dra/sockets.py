@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from typing import Any
 
 import grpc
 
+from gpuslice.fsutil.sockets import remove_own_socket, remove_stale_socket, socket_inode
 from gpuslice.wire import SOCKET_PATH_MAX
 
 _STOP_GRACE_S = 1.0
@@ -28,27 +28,16 @@ class UnixServer:
     server: Any
     executor: ThreadPoolExecutor
     path: Path
+    inode: int | None  # the socket file we made, as the device plugin's servers keep it
 
     def stop(self) -> None:
         self.server.stop(_STOP_GRACE_S).wait()
         self.executor.shutdown(wait=True)
-        remove_socket(self.path)
+        remove_own_socket(self.path, self.inode)
 
     def socket_present(self) -> bool:
-        """False once someone removed our socket file (so the kubelet can no longer find us)."""
-        try:
-            return stat.S_ISSOCK(self.path.lstat().st_mode)
-        except FileNotFoundError:
-            return False
-
-
-def remove_socket(path: Path) -> None:
-    """Remove a socket at `path`; anything else there is left alone (and makes listening fail)."""
-    try:
-        if stat.S_ISSOCK(path.lstat().st_mode):
-            path.unlink()
-    except FileNotFoundError:
-        pass
+        """False once our socket file is gone or replaced (so the kubelet can no longer find us)."""
+        return self.inode is not None and socket_inode(self.path) == self.inode
 
 
 def serve(path: Path, add_services: Callable[[Any], None], workers: int, name: str) -> UnixServer:
@@ -58,7 +47,7 @@ def serve(path: Path, add_services: Callable[[Any], None], workers: int, name: s
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SocketError(f"cannot create {path.parent}: {exc.strerror}") from exc
-    remove_socket(path)  # a stale socket from a process that died
+    remove_stale_socket(path)  # a stale socket from a process that died
     executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
     server = grpc.server(executor, options=[("grpc.max_receive_message_length", 4 * 2**20)])
     add_services(server)
@@ -66,4 +55,4 @@ def serve(path: Path, add_services: Callable[[Any], None], workers: int, name: s
         executor.shutdown(wait=False)
         raise SocketError(f"cannot listen on unix socket {path}")
     server.start()
-    return UnixServer(server, executor, path)
+    return UnixServer(server, executor, path, socket_inode(path))

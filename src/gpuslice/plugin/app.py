@@ -15,14 +15,14 @@ from gpuslice.discovery import Backend
 from gpuslice.discovery.health_file import HEALTH_FILE_POLL_S
 from gpuslice.gpu import Node
 from gpuslice.mps import MpsControl
-from gpuslice.node.served import ConfigSource
+from gpuslice.node.served import ConfigSource, ServedNode
 from gpuslice.plugin.dynamic_settings import ADMISSION_GRACE_S, RELEASE_POLL_S, DynamicMigSettings, pod_resources_socket
 from gpuslice.plugin.kubelet_watch import KUBELET_POLL_S
 from gpuslice.plugin.lifecycle import PluginRuntime, build_runtime
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.metrics import PluginMetrics
 from gpuslice.plugin.reload import KEEP_SOURCE, ConfigReloader, KeepSource
-from gpuslice.plugin.run import PluginSetup, build_manager, prepare
+from gpuslice.plugin.run import build_manager, prepare
 from gpuslice.plugin.server import DEFAULT_WORKERS
 from gpuslice.plugin.service import PluginObserver
 from gpuslice.plugin.upkeep import NodeUpkeep, ServedConfig, compat_options, served_config
@@ -101,7 +101,7 @@ class PluginApp:
         `observer` hears of allocations and streams instead of `metrics` (benchmarks time the handler)."""
         self.options = options
         self.metrics = metrics or PluginMetrics()
-        self.setup: PluginSetup = prepare(
+        self.setup: ServedNode = prepare(
             options.backend,
             options.node_spec,
             options.config_file,

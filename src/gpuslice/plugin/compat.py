@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuslice.allocation import AllocateOptions, ImexChannelMissing, nvidia_answer, select_imex_channels
-from gpuslice.allocation.cdi import CONTROL_NODES, DEFAULT_CDI_DIR, CdiError
+from gpuslice.allocation.cdi import DEFAULT_CDI_DIR, CdiError, present_control_nodes
 from gpuslice.allocation.cdi_specs import CdiSettings, CdiSpecUpkeep, SpecSet, build_specs
 from gpuslice.config import Config
 from gpuslice.gpu import Node
@@ -76,7 +76,7 @@ def allocate_options(
         )
     except ImexChannelMissing as exc:
         raise CompatError(f"imex.channelIDs: {exc}") from exc
-    control = tuple(path for path in CONTROL_NODES if options.node_exists(path))
+    control = present_control_nodes(options.node_exists)
     allocate = AllocateOptions.from_config(
         config, imex_channels=channels, control_nodes=control, pipeline=(nvidia_answer,) if nvidia_answers else None
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ from gpuslice.allocation import AllocateOptions, whole_gpu_rule_for
 from gpuslice.config import Config
 from gpuslice.discovery import Backend
 from gpuslice.gpu import Node
-from gpuslice.node.served import ServedConfigError, backend_from_flags, build_served, use_backend
+from gpuslice.node.served import ServedConfigError, ServedNode, backend_from_flags, build_served, use_backend
 from gpuslice.plugin.dynamic_settings import DynamicMigSettings, DynamicMigUnavailable, has_dynamic_placements
 from gpuslice.plugin.manager import PluginExtension, PluginManager
 from gpuslice.plugin.server import DEFAULT_WORKERS
@@ -28,17 +27,6 @@ class SetupError(ValueError):
     """Bad input found before anything is served or registered (exit code 2); the message names the key."""
 
 
-@dataclass(frozen=True)
-class PluginSetup:
-    """Everything the plugin serves, decided before the first socket is created."""
-
-    config: Config
-    node: Node
-    plan: SharingPlan
-    backend: Backend
-    warnings: tuple[str, ...]
-
-
 def prepare(
     backend_kind: str,
     node_spec: str | None,
@@ -48,8 +36,8 @@ def prepare(
     mig_checkpoint: str | Path | None = None,
     overrides: Mapping[str, Any] | None = None,
     backend: Backend | None = None,
-) -> PluginSetup:
-    """Load the config, discover the node, and work out the resources; SetupError on any bad input.
+) -> ServedNode:
+    """The served node (config, node, plan, backend, warnings) for the plugin; SetupError on any bad input.
 
     Under `migStrategy: dynamic`, GPUs the `mig_checkpoint` file holds placements on stay dynamic even
     though their instances (ours) now exist. `overrides` are NVIDIA's flags and env vars that were set
@@ -65,11 +53,11 @@ def prepare(
         served = build_served(config_file, make, overrides=overrides, claimed_gpus=claimed)
     except ServedConfigError as exc:
         raise SetupError(str(exc)) from exc
-    return PluginSetup(served.config, served.node, served.plan, served.backend, served.warnings)
+    return served
 
 
 def build_manager(
-    setup: PluginSetup,
+    setup: ServedNode,
     kubelet_socket: str | Path | None,
     socket_dir: str | Path,
     *,

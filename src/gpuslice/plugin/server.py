@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import grpc
 
+from gpuslice.fsutil.sockets import remove_own_socket, remove_stale_socket, socket_inode
 from gpuslice.plugin.naming import socket_name
 from gpuslice.plugin.rpc_limits import server_options
 from gpuslice.plugin.service import SERVICE_NAME, ResourceService
@@ -67,7 +67,7 @@ class ResourceServer:
         if len(os.fsencode(path)) > SOCKET_PATH_MAX:
             raise PluginStartError(f"socket path {path} is longer than {SOCKET_PATH_MAX} bytes")
         path.parent.mkdir(parents=True, exist_ok=True)
-        _remove_socket(path)
+        remove_stale_socket(path)
         executor = ThreadPoolExecutor(
             max_workers=self._workers + self.service.streams.limit, thread_name_prefix=f"gpuslice-{path.stem}"
         )
@@ -86,7 +86,7 @@ class ResourceServer:
             raise PluginStartError(f"{self.resource_name}: cannot listen on unix socket {path}")
         server.start()
         self._server, self._executor = server, executor
-        self._inode = _inode(path)
+        self._inode = socket_inode(path)
         # One real RPC, not grpc.channel_ready_future: that one polls connectivity every 200 ms, which was
         # most of a re-registration after a kubelet restart; and without wait_for_ready a socket wiped
         # under us fails at once instead of after the whole timeout.
@@ -130,22 +130,5 @@ class ResourceServer:
             server.stop(STOP_GRACE_S).wait()
         if executor is not None:
             executor.shutdown(wait=True)
-        # Only our own file: after a kubelet wipe someone else may own a socket at this path.
-        if self._inode is not None and _inode(self.socket_path) == self._inode:
-            _remove_socket(self.socket_path)
+        remove_own_socket(self.socket_path, self._inode)
         self._inode = None
-
-
-def _inode(path: Path) -> int | None:
-    try:
-        return path.lstat().st_ino
-    except FileNotFoundError:
-        return None
-
-
-def _remove_socket(path: Path) -> None:
-    try:
-        if stat.S_ISSOCK(path.lstat().st_mode):
-            path.unlink()
-    except FileNotFoundError:
-        pass
