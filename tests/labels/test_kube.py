@@ -1,4 +1,4 @@
-"""The lightkube adapter behind NodeFeatureStore, driven by a stand-in client (no cluster needed)."""
+"""The API adapter behind NodeFeatureStore, driven by a stand-in for gpuslice.kube's client (no cluster needed)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lightkube import ApiError
-from lightkube.models.meta_v1 import Status
 
+from gpuslice.kube import KubeError, NotFound
 from gpuslice.labels import NodeFeatureApiSink, NodeFeatureError, node_feature_object
 from gpuslice.labels.kube import LightkubeNodeFeatureStore, in_cluster
 
 
 class StandInClient:
-    """Answers like lightkube's Client for get/create/replace on one kind, keeping objects in a dict."""
+    """Answers like gpuslice.kube.KubeClient for get/create/replace on one kind, keeping objects in a dict."""
 
     def __init__(self, fail_with: int | None = None) -> None:
         self.objects: dict[tuple[str, str], Any] = {}
@@ -23,20 +22,20 @@ class StandInClient:
 
     def _fail(self) -> None:
         if self.fail_with is not None:
-            raise ApiError(status=Status(code=self.fail_with, message=f"status {self.fail_with}"))
+            raise KubeError(f"status {self.fail_with}", self.fail_with)
 
-    def get(self, resource: Any, name: str, *, namespace: str) -> Any:
+    def get(self, resource: Any, name: str, *, namespace: str, what: str = "") -> Any:
         self.calls.append("get")
         self._fail()
         if (namespace, name) not in self.objects:
-            raise ApiError(status=Status(code=404, message=f'nodefeatures "{name}" not found'))
+            raise NotFound(f'nodefeatures "{name}" not found', 404)
         return self.objects[(namespace, name)]
 
-    def create(self, obj: Any) -> None:
+    def create(self, obj: Any, what: str = "") -> None:
         self.calls.append(f"create {type(obj).__name__}")
         self.objects[(obj["metadata"]["namespace"], obj["metadata"]["name"])] = obj
 
-    def replace(self, obj: Any) -> None:
+    def replace(self, obj: Any, what: str = "") -> None:
         self.calls.append(f"replace {type(obj).__name__}")
         self._fail()
         self.objects[(obj["metadata"]["namespace"], obj["metadata"]["name"])] = obj

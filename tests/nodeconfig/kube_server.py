@@ -12,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from gpuslice.kube import ApiCounters, KubeClient, Limits
+
 # What a watch stream does next: ("event", TYPE, labels, rv), ("bookmark", rv), ("gone",) an ERROR event
 # with a 410 Status, ("http-gone",) a 410 answer to the watch request itself, ("drop",) the connection
 # closes mid-stream, ("end",) the stream ends cleanly (as after timeoutSeconds).
@@ -175,10 +177,6 @@ def kube_api(node: str, labels: dict[str, str]) -> Iterator[tuple[ApiState, str]
         thread.join(5)
 
 
-def lightkube_client(url: str) -> Any:
-    """The real lightkube client, pointed at `url`, ignoring any proxy settings of the machine."""
-    from lightkube import Client, KubeConfig
-    from lightkube.config.models import Cluster, User
-
-    config = KubeConfig.from_one(cluster=Cluster(server=url), user=User(token=TOKEN))
-    return Client(config=config, trust_env=False)
+def lightkube_client(url: str, limits: Limits | None = None, counters: ApiCounters | None = None) -> KubeClient:
+    """gpuslice's API client (real lightkube requests and models) pointed at `url` with the test's token."""
+    return KubeClient.for_server(url, "gpuslice-test", token=TOKEN, limits=limits, counters=counters)

@@ -50,6 +50,7 @@ DRA_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _NODE_WORKERS = 8
 _REGISTRATION_WORKERS = 2
 SOCKET_CHECK_S = 1.0
+UNPUBLISH_WAIT_S = 1.0  # at stop: SIGTERM must end the process within 2 s whatever the API server does
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,9 @@ def timeslice_for(setup: DraSetup) -> TimeSliceControl:
 class DraApp:
     """Node service + registration + slice publishing over one Preparer. `start()`, then `stop()`.
 
-    Start order: resume prepared claims, serve dra.sock, publish slices, and only then offer the
-    registration socket, so the kubelet never reaches a plugin that cannot answer yet.
+    Start order: resume prepared claims, serve dra.sock, start publishing slices (on their own thread:
+    the start never waits for the API server), then offer the registration socket, so the kubelet never
+    reaches a plugin that cannot answer yet.
     """
 
     def __init__(
@@ -186,10 +188,6 @@ class DraApp:
             "dra-node",
         )
         self.slices = SliceController(self.api, self.pool_spec, self.published_devices, self.settings.resync_s)
-        try:
-            self.slices.sync()
-        except ApiError as exc:
-            log.warning("first publish of ResourceSlices failed (will retry): %s", exc)
         self.slices.start()
         self._remove_listener = self.health.add_listener(self.slices.poke)
         self.health_loop.start()
@@ -251,10 +249,24 @@ class DraApp:
         if self.slices is not None:
             self.slices.stop()
             if delete_slices:
-                try:
-                    self.slices.delete_all()
-                except ApiError as exc:
-                    log.warning("could not delete our ResourceSlices: %s", exc)
+                self._unpublish(self.slices)
+        self.api.close()  # a request still blocked (a silent API server) ends now
+
+    @staticmethod
+    def _unpublish(slices: SliceController) -> None:
+        """Delete our slices, waiting at most UNPUBLISH_WAIT_S (the scheduler drops a dead node's later)."""
+
+        def delete() -> None:
+            try:
+                slices.delete_all()
+            except ApiError as exc:
+                log.warning("could not delete our ResourceSlices: %s", exc)
+
+        worker = threading.Thread(target=delete, name="dra-unpublish", daemon=True)
+        worker.start()
+        worker.join(UNPUBLISH_WAIT_S)
+        if worker.is_alive():
+            log.warning("the API server did not answer within %g s; leaving our ResourceSlices", UNPUBLISH_WAIT_S)
 
     def run_until_signalled(self, ready: Callable[[], None] | None = None) -> signal.Signals:
         """Start, wait for SIGTERM or SIGINT, stop. Must run on the main thread."""

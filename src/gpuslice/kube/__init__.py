@@ -1,0 +1,36 @@
+"""The one Kubernetes API client: total deadlines, size and page caps, backoff, and counters of what failed."""
+
+from gpuslice.kube.backoff import Backoff
+from gpuslice.kube.client import KubeClient, Limits, WatchEvent
+from gpuslice.kube.counters import API_COUNTERS, ApiCounters, ApiSnapshot, ApiStats
+from gpuslice.kube.errors import (
+    DeadlineExceeded,
+    Gone,
+    KubeError,
+    Malformed,
+    NoConfig,
+    NotFound,
+    Stopped,
+    TooLarge,
+    TooManyPages,
+)
+
+__all__ = [
+    "API_COUNTERS",
+    "ApiCounters",
+    "ApiSnapshot",
+    "ApiStats",
+    "Backoff",
+    "DeadlineExceeded",
+    "Gone",
+    "KubeClient",
+    "KubeError",
+    "Limits",
+    "Malformed",
+    "NoConfig",
+    "NotFound",
+    "Stopped",
+    "TooLarge",
+    "TooManyPages",
+    "WatchEvent",
+]
