@@ -39,13 +39,15 @@ _ERROR_BODY_BYTES = 64 * 1024  # of a 4xx/5xx answer, only the Status message is
 @dataclass(frozen=True)
 class Limits:
     """What one request may take. etcd keeps objects below 1.5 MiB, so the caps leave wide room for honest
-    answers while bounding a hostile one; a node lists only its own few objects, so pages are few."""
+    answers while bounding a hostile one. A node lists only its own few objects (its ResourceSlices): one
+    page of 500 holds them, and a second allows a server that pages smaller; a third is refused, so a
+    server answering `continue` forever costs two requests per attempt, each attempt behind a Backoff."""
 
     deadline_s: float = 10.0  # total, connect to last byte (a trickle ends here too)
     max_body_bytes: int = 16 * MiB
     max_line_bytes: int = 4 * MiB  # one watch event
-    max_pages: int = 5
-    page_size: int = 100
+    max_pages: int = 2
+    page_size: int = 500
     watch_grace_s: float = 30.0  # a watch may run this much past the timeoutSeconds it asked for
 
     def __post_init__(self) -> None:
