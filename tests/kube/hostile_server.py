@@ -122,6 +122,7 @@ class HostileApi:
     """What the test scripts and reads: the behaviour, the honest store, and every request seen."""
 
     behaviour: Behaviour | None = None
+    token: str | None = TOKEN  # None: no credentials asked (as behind a local proxy)
     nodes: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
     slices: dict[str, dict[str, Any]] = field(default_factory=dict)
     requests: list[tuple[float, str, str]] = field(default_factory=list)  # (monotonic, method, path?query)
@@ -174,7 +175,7 @@ class _Handler(BaseHTTPRequestHandler):
         exchange = Exchange(
             self, method, url.path, {k: v[-1] for k, v in parse_qs(url.query).items()}, body, self.server.closing
         )
-        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+        if api.token is not None and self.headers.get("Authorization") != f"Bearer {api.token}":
             exchange.status(401, "no or a wrong bearer token")
             return
         behaviour = api.behaviour

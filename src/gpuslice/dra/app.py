@@ -17,6 +17,7 @@ from gpuslice.discovery import MigControl
 from gpuslice.discovery.driver_files import discover_driver_files
 from gpuslice.dra.api import ApiError, ResourceApi
 from gpuslice.dra.checkpoint import ClaimCheckpoint
+from gpuslice.dra.claim_reads import ClaimReads
 from gpuslice.dra.devices import DraDevice
 from gpuslice.dra.health_service import ResourceHealthService, add_health_service
 from gpuslice.dra.mps import ClaimMpsDaemons
@@ -111,6 +112,7 @@ class DraApp:
     ) -> None:
         self.setup = setup
         self.settings = settings
+        self.reads = ClaimReads(api)  # the claims of one kubelet call are read concurrently
         self.api = api
         self.health = HealthStore(setup.node)
         # The device plugin's health loop and Xid policy: an unhealthy device leaves the pool.
@@ -150,7 +152,7 @@ class DraApp:
             setup.node.name,
             lambda: self._by_name,
             lambda device: self.health.is_healthy(device.advertised),
-            api,
+            self.reads,
             ClaimCheckpoint(settings.plugin_dir / CHECKPOINT_NAME, setup.node.name),
             self.parts,
         )
@@ -204,7 +206,7 @@ class DraApp:
         )
 
     def _add_node_services(self, server: object) -> None:
-        add_node_services(server, self.preparer, self.settings.call_budget_s)
+        add_node_services(server, self.preparer, self.settings.call_budget_s, self.reads)
         add_health_service(server, self.health_service)
 
     def _serve_registration(self) -> None:
@@ -250,7 +252,7 @@ class DraApp:
             self.slices.stop()
             if delete_slices:
                 self._unpublish(self.slices)
-        self.api.close()  # a request still blocked (a silent API server) ends now
+        self.reads.close()  # and the API's: a request still blocked (a silent API server) ends now
 
     @staticmethod
     def _unpublish(slices: SliceController) -> None:

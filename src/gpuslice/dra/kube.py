@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from gpuslice.dra.api import ApiError
 from gpuslice.dra.slices import API_GROUP, API_VERSIONS
 from gpuslice.kube import KubeClient, KubeError, NotFound
+from gpuslice.kube.deadline import until
 from gpuslice.kube.resources import generic_resource
 
 log = logging.getLogger("gpuslice.dra")
 
 FIELD_MANAGER = "gpuslice-dra"
+CLAIM_READ_S = 10.0  # one claim read, API discovery included: well inside the kubelet's 45 s per call
 T = TypeVar("T")
 
 
@@ -71,10 +74,11 @@ class LightkubeResourceApi:
         self._call(lambda: self.client.list_all(slices, fields={"spec.driver": "probe.invalid"}, what=what))
 
     def get_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
-        _, claims = self._kinds(self.resource_version())
         what = f"get ResourceClaim {namespace}/{name}"
         try:
-            found = self.client.get(claims, name, namespace=namespace, what=what)
+            with until(time.monotonic() + CLAIM_READ_S):
+                _, claims = self._kinds(self.resource_version())
+                found = self.client.get(claims, name, namespace=namespace, what=what)
         except NotFound:
             return None
         except KubeError as exc:
