@@ -1,7 +1,7 @@
 """The one Kubernetes API client: total deadlines, size and page caps, backoff, and counters of what failed."""
 
 from gpuslice.kube.backoff import Backoff
-from gpuslice.kube.client import KubeClient, Limits, WatchEvent
+from gpuslice.kube.client import KubeClient, Limits, WatchEvent, close_all_clients
 from gpuslice.kube.counters import API_COUNTERS, ApiCounters, ApiSnapshot, ApiStats
 from gpuslice.kube.errors import (
     DeadlineExceeded,
@@ -33,4 +33,5 @@ __all__ = [
     "TooLarge",
     "TooManyPages",
     "WatchEvent",
+    "close_all_clients",
 ]
