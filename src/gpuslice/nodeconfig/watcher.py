@@ -119,6 +119,11 @@ class NodeConfigWatcher:
         self._thread = threading.Thread(target=self._run, name="gpuslice-node-config", daemon=True)
         self._thread.start()
 
+    @property
+    def alive(self) -> bool:
+        """False when the following thread was started and has died (the /healthz answer)."""
+        return self._thread is None or self._thread.is_alive() or self._stop.is_set()
+
     def stop(self, timeout_s: float = 0.5) -> None:
         """Stop following: waits for a reload in progress, and nothing is applied after this returns.
 
@@ -163,6 +168,7 @@ class NodeConfigWatcher:
             return False
         except Exception:  # a bug must not end the thread: the label would never be followed again
             log.exception("node %s: following the label failed; retrying", self.settings.node_name)
+            self._seen, self._resource_version = _UNSEEN, None  # the retry reads and judges the label anew
             if self.observer is not None:
                 self.observer.api_error()
             return False
