@@ -1,7 +1,7 @@
 """Under faults no API loop asks the server more than about once a second: requests counted at the server.
 
 Today's clients sent 17 to 45 requests a second on these answers. The loops run for WINDOW_S against
-the hostile server; the server counts what it got. A Backoff of 1 s doubling allows at most three
+the hostile server; the server counts what it got. A RetryBackoff of 1 s doubling allows at most three
 attempts in 6 s (at 0, >= 1 and >= 3 s), each a GET and a watch at worst: the bound below has room for
 jitter, none for a loop that asks again at once. (No assertion is on our speed: only on the count.)
 """

@@ -15,7 +15,7 @@ from gpuslice.kube.resources import generic_resource
 
 log = logging.getLogger("gpuslice.dra")
 
-FIELD_MANAGER = "gpuslice-dra"
+DRA_FIELD_MANAGER = "gpuslice-dra"
 CLAIM_READ_S = 10.0  # one claim read, API discovery included: well inside the kubelet's 45 s per call
 T = TypeVar("T")
 
@@ -30,7 +30,9 @@ class LightkubeResourceApi:
     def __init__(self, server: str | None = None, client: KubeClient | None = None) -> None:
         if client is None:
             client = (
-                KubeClient.for_server(server, FIELD_MANAGER) if server else KubeClient.from_environment(FIELD_MANAGER)
+                KubeClient.for_server(server, DRA_FIELD_MANAGER)
+                if server
+                else KubeClient.from_environment(DRA_FIELD_MANAGER)
             )
         self.client = client
         self._version: str | None = None

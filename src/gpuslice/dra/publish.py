@@ -12,7 +12,7 @@ from typing import Any
 from gpuslice.dra.api import ApiError, ResourceApi
 from gpuslice.dra.devices import DraDevice
 from gpuslice.dra.slices import PoolSpec, build_slices
-from gpuslice.kube import Backoff
+from gpuslice.kube import RetryBackoff
 
 log = logging.getLogger("gpuslice.dra")
 
@@ -50,7 +50,7 @@ class SliceController:
 
     The generation only grows: it starts above the highest one found on the server, so a restarted
     plugin never publishes a generation the scheduler would ignore as older. The thread survives every
-    failed attempt (an API error, a malformed answer, a bug): it logs, waits its Backoff (1 s doubling to
+    failed attempt (an API error, a malformed answer, a bug): it logs, waits its RetryBackoff (1 s doubling to
     30 s) and tries again; a success waits the resync interval. `alive` says whether it still runs.
     """
 
@@ -154,7 +154,7 @@ class SliceController:
         return self._stop.is_set() or (self._thread is not None and self._thread.is_alive())
 
     def _run(self) -> None:
-        backoff = Backoff()
+        backoff = RetryBackoff()
         while not self._stop.is_set():
             started = time.monotonic()
             if self._attempt():

@@ -1,6 +1,6 @@
 """The one Kubernetes API client: total deadlines, size and page caps, backoff, and counters of what failed."""
 
-from gpuslice.kube.backoff import Backoff
+from gpuslice.kube.backoff import RetryBackoff
 from gpuslice.kube.client import KubeClient, Limits, WatchEvent, close_all_clients
 from gpuslice.kube.counters import API_COUNTERS, ApiCounters, ApiSnapshot, ApiStats
 from gpuslice.kube.errors import (
@@ -20,7 +20,6 @@ __all__ = [
     "ApiCounters",
     "ApiSnapshot",
     "ApiStats",
-    "Backoff",
     "DeadlineExceeded",
     "Gone",
     "KubeClient",
@@ -29,6 +28,7 @@ __all__ = [
     "Malformed",
     "NoConfig",
     "NotFound",
+    "RetryBackoff",
     "Stopped",
     "TooLarge",
     "TooManyPages",

@@ -12,7 +12,7 @@ MAX_S = 30.0
 JITTER = 0.25  # up to +25 %: nodes that failed together do not retry together
 
 
-class Backoff:
+class RetryBackoff:
     """`failure()` gives the next delay (never below `first_s`, doubling up to `max_s`, plus jitter);
     `success()` starts over. Only a success resets: an event or a quick answer between faults does not."""
 

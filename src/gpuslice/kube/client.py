@@ -42,7 +42,7 @@ class Limits:
     """What one request may take. etcd keeps objects below 1.5 MiB, so the caps leave wide room for honest
     answers while bounding a hostile one. A node lists only its own few objects (its ResourceSlices): one
     page of 500 holds them, and a second allows a server that pages smaller; a third is refused, so a
-    server answering `continue` forever costs two requests per attempt, each attempt behind a Backoff."""
+    server answering `continue` forever costs two requests per attempt, each attempt behind a RetryBackoff."""
 
     deadline_s: float = 10.0  # total, connect to last byte (a trickle ends here too)
     max_body_bytes: int = 16 * MiB
@@ -152,7 +152,7 @@ class KubeClient:
         from lightkube.config.client_adapter import ConnectionParams, verify_cluster
         from lightkube.core.generic_client import GenericSyncClient
 
-        from gpuslice.kube.deadline import DeadlineTransport
+        from gpuslice.kube.transport import DeadlineTransport
 
         limits = limits or Limits()
         try:

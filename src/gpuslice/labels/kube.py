@@ -12,7 +12,7 @@ from gpuslice.kube.resources import generic_resource
 from gpuslice.labels.nodefeature import NodeFeatureError
 
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
-FIELD_MANAGER = "gpuslice-labels"
+LABELS_FIELD_MANAGER = "gpuslice-labels"
 
 
 def in_cluster(environ: Mapping[str, str] | None = None, token: Path = SERVICE_ACCOUNT_TOKEN) -> bool:
@@ -30,7 +30,7 @@ class LightkubeNodeFeatureStore:
 
     def __init__(self, client: KubeClient | None = None) -> None:
         self._resource = generic_resource("nfd.k8s-sigs.io", "v1alpha1", "NodeFeature", "nodefeatures", namespaced=True)
-        self._client = client if client is not None else KubeClient.from_environment(FIELD_MANAGER)
+        self._client = client if client is not None else KubeClient.from_environment(LABELS_FIELD_MANAGER)
 
     def get(self, name: str, namespace: str) -> dict[str, Any] | None:
         try:

@@ -12,7 +12,7 @@ from gpuslice.kube.deadline import until
 from gpuslice.kube.resources import node_resource
 from gpuslice.nodeconfig.source import EventKind, NodeEvent, NodeSourceError, NodeState, WatchExpired
 
-FIELD_MANAGER = "gpuslice-plugin"
+NODE_CONFIG_FIELD_MANAGER = "gpuslice-plugin"
 
 
 class LightkubeNodeSource:
@@ -27,7 +27,7 @@ class LightkubeNodeSource:
     def _kube(self) -> KubeClient:
         with self._lock:
             if self._client is None:
-                self._client = KubeClient.from_environment(FIELD_MANAGER)
+                self._client = KubeClient.from_environment(NODE_CONFIG_FIELD_MANAGER)
             return self._client
 
     def get(self, node_name: str, deadline_s: float | None = None) -> NodeState:

@@ -15,7 +15,7 @@ from gpuslice.config.node_config import (
     choose_config,
     list_configs,
 )
-from gpuslice.kube import Backoff
+from gpuslice.kube import RetryBackoff
 from gpuslice.nodeconfig.source import NodeSource, NodeSourceError, WatchExpired
 
 log = logging.getLogger("gpuslice.nodeconfig")
@@ -50,7 +50,7 @@ class NodeConfigWatcher:
 
     The thread GETs the node, then watches it from that resource version; bookmarks move the version on,
     a dropped connection resumes the watch from the last version seen, and a 410 Gone (version too old)
-    starts again with a GET. Every fault (an error, a 410, a watch that ends early) waits a Backoff
+    starts again with a GET. Every fault (an error, a 410, a watch that ends early) waits a RetryBackoff
     before the next request, and only a watch that ran HEALTHY_STREAM_S resets it: events do not, so a
     server that answers with one event and hangs up is asked at most once a second, then ever more slowly.
     Only a change of this node's label value leads to a choice (nodes are MODIFIED every few seconds by
@@ -138,7 +138,7 @@ class NodeConfigWatcher:
             self._thread.join(timeout_s)
 
     def _run(self) -> None:
-        backoff = Backoff(self.retry_first_s, max(self.retry_max_s, self.retry_first_s))
+        backoff = RetryBackoff(self.retry_first_s, max(self.retry_max_s, self.retry_first_s))
         while not self._stop.is_set():
             if self._attempt():
                 backoff.success()
