@@ -177,6 +177,6 @@ def kube_api(node: str, labels: dict[str, str]) -> Iterator[tuple[ApiState, str]
         thread.join(5)
 
 
-def lightkube_client(url: str, limits: Limits | None = None, counters: ApiCounters | None = None) -> KubeClient:
+def kube_client(url: str, limits: Limits | None = None, counters: ApiCounters | None = None) -> KubeClient:
     """gpuslice's API client (real lightkube requests and models) pointed at `url` with the test's token."""
     return KubeClient.for_server(url, "gpuslice-test", token=TOKEN, limits=limits, counters=counters)

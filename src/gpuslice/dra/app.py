@@ -219,8 +219,12 @@ class DraApp:
 
     def _watch_socket(self) -> None:
         # The kubelet finds plugins by their registration socket; if it vanished (a cleanup, a kubelet
-        # reinstall) we put it back, and the plugin watcher registers us again.
+        # reinstall) we put it back, and the plugin watcher registers us again. A publishing thread that
+        # died is started again: without it the node's devices would vanish from the scheduler for good.
         while not self._stop.wait(self.settings.socket_check_s):
+            if self.slices is not None and not self.slices.alive:
+                log.error("the ResourceSlice publisher stopped; starting it again")
+                self.slices.start()
             server = self._registration_server
             if server is not None and not server.socket_present():
                 log.warning("registration socket %s disappeared; serving it again", server.path)
