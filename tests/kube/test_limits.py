@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -163,6 +163,19 @@ def test_malformed_objects_in_lists_and_watches_are_counted_and_skipped() -> Non
     assert [node.metadata.name for node in listed] == ["n1"]
     assert [(event.type, event.resource_version) for event in events] == [("MODIFIED", "5"), ("BOOKMARK", "9")]
     assert counters.snapshot().malformed == 4 + 4
+
+
+def test_a_watch_may_be_quiet_for_longer_than_a_request_deadline() -> None:
+    def slow_event(ex: Exchange) -> bool:
+        def chunks() -> Iterator[bytes]:
+            ex.closing.wait(2 * LIMITS.deadline_s)
+            yield event_line("MODIFIED", node_object("n1", {}, 4))
+
+        return ex.stream(chunks())
+
+    with hostile_api(HostileApi(behaviour=slow_event)) as (_, url):
+        events = list(client(url).watch(node_resource(), resource_version="1", server_timeout_s=5))
+    assert [event.resource_version for event in events] == ["4"]
 
 
 def test_an_honest_list_follows_its_pages() -> None:

@@ -207,7 +207,8 @@ class KubeClient:
         for _ in range(self.limits.max_pages):
             page = self._json_object(what, self._exchange(what, br))
             found.extend(self._decode_items(what, page.get("items"), res))
-            token = (page.get("metadata") or {}).get("continue") if isinstance(page.get("metadata"), dict) else None
+            metadata = page.get("metadata")
+            token = metadata.get("continue") if isinstance(metadata, dict) else None
             if not token:
                 return found
             if not isinstance(token, str) or len(token) > 64 * 1024:
@@ -252,6 +253,11 @@ class KubeClient:
             "timeoutSeconds": server_timeout_s,
         }
         br = self._prepare(what, "list", res=res, watch=True, params=params)
+        import httpx2
+
+        # A watch is quiet between events (bookmarks come about once a minute): no per-read timeout, only
+        # the stream's own deadline, which the transport applies to every read.
+        br.timeout = httpx2.Timeout(self.limits.deadline_s, read=None)
         end = time.monotonic() + server_timeout_s + self.limits.watch_grace_s
         response = self._open(what, br, end)
         try:
