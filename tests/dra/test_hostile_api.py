@@ -13,7 +13,7 @@ import pytest
 from gpuslice.kubelet.dra_mock import MockDraKubelet
 from gpuslice.wire import dra_v1_grpc, dra_v1_pb2
 from tests.dra.support import DRIVER, NODE, Node
-from tests.kube.hostile_server import Exchange, HostileApi, hostile_api
+from tests.support.api_server import Exchange, HostileApi, hostile_api
 from tests.support.dirs import short_temp_dir
 from tests.support.process import clean_env, finish
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from gpuslice.kube import ApiCounters, KubeClient, KubeError, Limits
 from gpuslice.kube.resources import generic_resource, node_resource
-from tests.kube.hostile_server import TOKEN, Exchange, HostileApi, hostile_api, node_object
+from tests.support.api_server import TOKEN, Exchange, HostileApi, hostile_api, node_object
 from tests.support.fuzz import json_values, mutated
 
 LIMITS = Limits(deadline_s=0.5, max_body_bytes=64 * 1024, max_line_bytes=16 * 1024, max_pages=2, watch_grace_s=0.5)

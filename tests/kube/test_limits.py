@@ -22,7 +22,7 @@ from gpuslice.kube import (
     TooManyPages,
 )
 from gpuslice.kube.resources import node_resource
-from tests.kube.hostile_server import (
+from tests.support.api_server import (
     TOKEN,
     Exchange,
     HostileApi,

@@ -21,7 +21,7 @@ from gpuslice.dra.slices import PoolSpec
 from gpuslice.kube import ApiCounters, KubeClient
 from gpuslice.nodeconfig import NodeConfigWatcher
 from gpuslice.nodeconfig.kube import LightkubeNodeSource
-from tests.kube.hostile_server import (
+from tests.support.api_server import (
     TOKEN,
     Exchange,
     HostileApi,

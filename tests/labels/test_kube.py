@@ -11,7 +11,7 @@ import pytest
 from gpuslice.kube import ApiCounters, KubeClient, KubeError, NotFound
 from gpuslice.labels import NodeFeatureApiSink, NodeFeatureError, node_feature_object
 from gpuslice.labels.kube import LightkubeNodeFeatureStore, in_cluster
-from tests.kube.hostile_server import TOKEN, Exchange, HostileApi, hostile_api
+from tests.support.api_server import TOKEN, Exchange, HostileApi, hostile_api
 
 
 class StandInClient:

@@ -8,9 +8,9 @@ import sys
 import time
 from pathlib import Path
 
-from tests.kube.hostile_server import Exchange, HostileApi, hostile_api
 from tests.nodeconfig.kube_server import TOKEN
 from tests.nodeconfig.test_plugin_process import kubeconfig
+from tests.support.api_server import Exchange, HostileApi, hostile_api
 from tests.support.process import WAIT_S, clean_env, finish, reap
 
 STOP_S = 5.0  # the promise is 2 s; the request in flight has a 10 s deadline, so only close() meets this

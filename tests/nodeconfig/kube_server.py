@@ -1,4 +1,4 @@
-"""One Node's GET and watch stream, scripted by the test: a behaviour of the in-test API server (tests/kube)."""
+"""One Node's GET and watch stream, scripted by the test: a behaviour of the in-test API server (tests.support.api_server)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuslice.kube import ApiCounters, KubeClient, Limits
-from tests.kube.hostile_server import Drop, Exchange, HostileApi, event_line, hostile_api, status_object
+from tests.support.api_server import Drop, Exchange, HostileApi, event_line, hostile_api, status_object
 
 # What a watch stream does next: ("event", TYPE, labels, rv), ("bookmark", rv), ("gone",) an ERROR event
 # with a 410 Status, ("http-gone",) a 410 answer to the watch request itself, ("drop",) the connection

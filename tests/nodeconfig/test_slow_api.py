@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from gpuslice.kubelet import MockKubelet
-from tests.kube.hostile_server import Exchange, HostileApi, hostile_api
 from tests.nodeconfig.helpers import LABEL, NODE
 from tests.nodeconfig.kube_server import TOKEN
 from tests.nodeconfig.test_plugin_process import CONFIGS, kubeconfig, kubelet  # noqa: F401 (a fixture)
+from tests.support.api_server import Exchange, HostileApi, hostile_api
 from tests.support.process import WAIT_S, finish, plugin_process, reap
 
 STOP_S = 5.0  # the promise is 2 s; room for a loaded machine, none for a plugin waiting on the API
