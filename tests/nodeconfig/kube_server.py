@@ -1,4 +1,4 @@
-"""One Node's GET and watch stream, scripted by the test: a behaviour of the in-test API server (tests.support.api_server)."""
+"""One Node's GET and watch stream, scripted by the test: a behaviour of tests.support.api_server."""
 
 from __future__ import annotations
 
