@@ -18,7 +18,7 @@ log = logging.getLogger("gpuslice.dra")
 
 DEFAULT_RESYNC_S = 10.0
 MIN_SYNC_INTERVAL_S = 1.0  # pokes (health flaps, re-registrations) never sync faster than this
-STOP_WAIT_S = 0.5  # the thread is a daemon; a request it is blocked in ends when the client closes
+STOP_WAIT_S = 0.2  # the thread is a daemon; a request it is blocked in ends when the client closes
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
