@@ -45,7 +45,7 @@ class Limits:
     server answering `continue` forever costs two requests per attempt, each attempt behind a RetryBackoff."""
 
     deadline_s: float = 10.0  # total, connect to last byte (a trickle ends here too)
-    max_body_bytes: int = 16 * MiB
+    max_body_bytes: int = 8 * MiB
     max_line_bytes: int = 4 * MiB  # one watch event
     max_pages: int = 2
     page_size: int = 500
