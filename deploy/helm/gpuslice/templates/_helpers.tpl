@@ -270,3 +270,17 @@ securityContext:
 {{- end }}
 {{- toYaml $out }}
 {{- end }}
+
+{{/* updateStrategy, with maxUnavailable 1 written out for RollingUpdate; rollingUpdate only with that type. */}}
+{{- define "gpuslice.updateStrategy" -}}
+{{- $strategy := deepCopy (.Values.updateStrategy | default dict) }}
+{{- if eq (toString ($strategy.type | default "RollingUpdate")) "RollingUpdate" }}
+{{- $_ := set $strategy "type" "RollingUpdate" }}
+{{- if not $strategy.rollingUpdate }}
+{{- $_ := set $strategy "rollingUpdate" (dict "maxUnavailable" 1) }}
+{{- end }}
+{{- else }}
+{{- $_ := unset $strategy "rollingUpdate" }}
+{{- end }}
+{{- toYaml $strategy }}
+{{- end }}
