@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.helm_chart import daemonsets, env_of, main_container, render, values_file
+from gpuslice.config.load import parse_config_text
+from tests.deploy.helm_chart import VALUES_DIR, daemonsets, env_of, main_container, render, values_file
 
 FIELD_NODE_NAME = {"fieldRef": {"fieldPath": "spec.nodeName"}}
 
@@ -62,10 +63,22 @@ FLAG_ENV = [
         "disable-multiple-csv-devices,enable-chmod-hook",
         {"plugin"},
     ),
+    (
+        "nvidiaDriverCapabilities",
+        "compute,utility,video",
+        "NVIDIA_DRIVER_CAPABILITIES",
+        "compute,utility,video",
+        {"plugin"},
+    ),
     ("gfd.noTimestamp", True, "GFD_NO_TIMESTAMP", "true", {"gfd"}),
     ("gfd.sleepInterval", "30s", "GFD_SLEEP_INTERVAL", "30s", {"gfd"}),
 ]
 COMPONENTS = {"plugin": "device-plugin", "gfd": "label-writer"}
+# The variables that are there anyway, with the chart's values.
+DEFAULT_ENV = {
+    ("device-plugin", "NVIDIA_DRIVER_CAPABILITIES"): {"compute,utility"},
+    ("label-writer", "NVIDIA_DRIVER_CAPABILITIES"): {"utility"},
+}
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +91,12 @@ def test_each_flag_becomes_its_env(
     every_flag: list[dict[str, Any]], key: str, value: Any, env: str, text: str, where: set[str]
 ) -> None:
     for short, component in COMPONENTS.items():
-        assert _env(every_flag, component).get(env) == (text if short in where else None), component
+        expected = {text} if short in where else DEFAULT_ENV.get((component, env), {None})
+        assert _env(every_flag, component).get(env) in expected, component
     # Unset (NVIDIA's null), the variable is absent: the config file decides.
     defaults = render({"gfd": {"enabled": True}})
     for component in COMPONENTS.values():
-        assert env not in _env(defaults, component)
+        assert _env(defaults, component).get(env) in DEFAULT_ENV.get((component, env), {None})
 
 
 def test_the_dra_plugin_takes_the_plugin_flags() -> None:
@@ -318,3 +332,13 @@ def test_dra_replaces_the_device_plugin() -> None:
     beta = render(values_file("dra-v1beta2.yaml"))
     assert {o["apiVersion"] for o in beta if o["kind"] == "DeviceClass"} == {"resource.k8s.io/v1beta2"}
     assert _env(beta, "dra-plugin")["RESOURCE_API_VERSION"] == "v1beta2"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in VALUES_DIR.glob("*.yaml")))
+def test_config_map_entries_are_configs_gpuslice_loads(name: str) -> None:
+    # Each entry becomes a file that the plugin loads as it loads any NVIDIA v1 config file.
+    configs = (values_file(name).get("config") or {}).get("map") or {}
+    for key, text in configs.items():
+        parse_config_text(text, f"{name}: config.map.{key}")
+    default = next(o for o in render({}) if o["kind"] == "ConfigMap")["data"]["config.yaml"]
+    assert parse_config_text(default).config.flags.mig_strategy == "none"
