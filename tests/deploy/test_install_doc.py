@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from tests.deploy import helm_chart
 from tests.deploy.rendering import DRA_TARGET, PROJECT_ROOT, TARGETS, render
 
 INSTALL_DOC = PROJECT_ROOT / "docs" / "install.md"
@@ -47,3 +49,15 @@ def test_the_documented_kustomization_pins_every_image(kubectl: str, tmp_path: P
     images = _images(render(kubectl, mine))
     assert images, "no DaemonSet rendered"
     assert {name: image for name, image in images.items() if image != f"{REGISTRY}@{DIGEST}"} == {}
+
+
+def test_the_documented_values_file_installs() -> None:
+    blocks = re.findall(r"```yaml\n(.*?)```", INSTALL_DOC.read_text(), re.S)
+    (block,) = [b for b in blocks if b.startswith("# values.yaml")]
+    text = block.replace("REGISTRY/gpuslice", REGISTRY).replace("sha256:<pushed digest>", DIGEST)
+    objects = helm_chart.render(yaml.safe_load(text))
+    found = helm_chart.daemonsets(objects)
+    assert set(found) == {"device-plugin", "label-writer"}
+    assert set(_images(objects).values()) == {f"{REGISTRY}@{DIGEST}"}
+    env = helm_chart.env_of(helm_chart.main_container(found["device-plugin"]))
+    assert env["DEFAULT_CONFIG"] == "default"
