@@ -41,6 +41,7 @@ REFUSALS: list[tuple[str, dict[str, Any], str, str]] = [
         "config.map.default is not a YAML mapping",
     ),
     ("the latest tag", {"image": {"tag": "latest"}}, "gpu-system", "'latest' is refused"),
+    ("the legacy DaemonSet API", {"legacyDaemonsetAPI": True}, "gpu-system", "gone since Kubernetes 1.16"),
     (
         "DRA with per-node configs",
         {"dra": {"enabled": True}, "config": {"name": "mine"}},
@@ -79,6 +80,7 @@ def test_refused(values: dict[str, Any], namespace: str, reason: str) -> None:
         ({"config": {"map": TWO_CONFIGS, "fallbackStrategies": ["empty"]}}, "gpu-system"),
         ({"config": {"name": "mine"}}, "gpu-system"),
         ({"image": {"tag": "0.1.0"}}, "gpu-system"),
+        ({"legacyDaemonsetAPI": None}, "gpu-system"),  # in every NVIDIA values file before v0.15
     ],
 )
 def test_the_near_misses_render(values: dict[str, Any], namespace: str) -> None:
