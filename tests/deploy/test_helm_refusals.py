@@ -57,7 +57,7 @@ REFUSALS: list[tuple[str, dict[str, Any], str, str]] = [
     ("a config that is not text", {"config": {"map": {"default": {"version": "v1"}}}}, "gpu-system", "map"),
     ("a malformed digest", {"image": {"digest": "sha256:abc"}}, "gpu-system", "digest"),
     ("a relative driver root", {"nvidiaDriverRoot": "run/nvidia"}, "gpu-system", "nvidiaDriverRoot"),
-    ("a DRA API version", {"dra": {"enabled": True, "resourceApiVersion": "v2"}}, "gpu-system", "resourceApiVersion"),
+    ("a DRA API version", {"dra": {"enabled": True, "resourceApiVersion": "v1beta1"}}, "gpu-system", "resourceApiVersion"),
     ("a privileged metrics port", {"metrics": {"port": 80}}, "gpu-system", "port"),
 ]
 
