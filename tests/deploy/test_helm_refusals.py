@@ -14,6 +14,7 @@ TWO_CONFIGS = {"a": "version: v1\n", "b": "version: v1\n"}
 REFUSALS: list[tuple[str, dict[str, Any], str, str]] = [
     ("the default namespace", {}, "default", "allowDefaultNamespace=true"),
     ("namespaceOverride default", {"namespaceOverride": "default"}, "gpu-system", "allowDefaultNamespace=true"),
+    ("a release in default, objects elsewhere", {"namespaceOverride": "gpu"}, "default", "allowDefaultNamespace"),
     ("a namespace value", {"namespace": "gpu"}, "gpu-system", "--namespace"),
     (
         "config.name with config.map",
@@ -57,7 +58,12 @@ REFUSALS: list[tuple[str, dict[str, Any], str, str]] = [
     ("a config that is not text", {"config": {"map": {"default": {"version": "v1"}}}}, "gpu-system", "map"),
     ("a malformed digest", {"image": {"digest": "sha256:abc"}}, "gpu-system", "digest"),
     ("a relative driver root", {"nvidiaDriverRoot": "run/nvidia"}, "gpu-system", "nvidiaDriverRoot"),
-    ("a DRA API version", {"dra": {"enabled": True, "resourceApiVersion": "v1beta1"}}, "gpu-system", "resourceApiVersion"),
+    (
+        "a DRA API version",
+        {"dra": {"enabled": True, "resourceApiVersion": "v1beta1"}},
+        "gpu-system",
+        "resourceApiVersion",
+    ),
     ("a privileged metrics port", {"metrics": {"port": 80}}, "gpu-system", "port"),
 ]
 
@@ -73,7 +79,7 @@ def test_refused(values: dict[str, Any], namespace: str, reason: str) -> None:
     ("values", "namespace"),
     [
         ({"allowDefaultNamespace": True}, "default"),
-        ({"namespaceOverride": "gpu-operator"}, "default"),  # NVIDIA's: an override is not the default namespace
+        ({"namespaceOverride": "gpu-operator"}, "gpu-system"),
         ({"config": {"map": TWO_CONFIGS, "default": "b"}}, "gpu-system"),
         ({"config": {"map": {"default": "version: v1\n", "b": "version: v1\n"}}}, "gpu-system"),  # named
         ({"config": {"map": {"only": "version: v1\n"}}}, "gpu-system"),  # single
