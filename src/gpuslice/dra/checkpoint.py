@@ -1,29 +1,29 @@
-"""Prepared claims on disk: one JSON document with a SHA-256 checksum, replaced atomically on every change."""
+"""Prepared claims on disk in the one checkpoint envelope (gpuslice.fsutil.checkpoint), replaced on every change."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gpuslice.fsutil.atomic import atomic_write_text
-from gpuslice.fsutil.textread import InputFileError, read_bounded_text
+from gpuslice.fsutil.checkpoint import DIGEST_PREFIX, CheckpointFormat, CheckpointUnusable, digest
+from gpuslice.fsutil.regular import read_regular_bytes
+from gpuslice.fsutil.textread import InputFileError
 
 log = logging.getLogger("gpuslice.dra")
 
 CHECKPOINT_KIND = "GpusliceDraCheckpoint"
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2  # 1: the checksum a bare hex digest over claims alone (read and upgraded)
 MAX_BYTES = 8 * 2**20  # a node prepares a few hundred claims at most; anything larger is not ours
 MAX_CLAIMS = 4096
 
 State = Literal["PrepareStarted", "PrepareCompleted"]
 
 
-class CheckpointCorrupt(ValueError):
-    """A checkpoint that is not ours, does not parse, or whose checksum does not match."""
+# The envelope's own error, under the name DRA callers and tests know.
+CheckpointCorrupt = CheckpointUnusable
 
 
 @dataclass(frozen=True)
@@ -93,44 +93,40 @@ def _record_from(data: dict[str, Any]) -> ClaimRecord:
     )
 
 
-def _digest(claims: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(claims, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def _upgrade_v1(document: dict[str, Any]) -> dict[str, Any]:
+    """Version 1: the same keys, its checksum the bare hex SHA-256 of the canonical claims (node not covered)."""
+    claims, node = document.get("claims"), document.get("node")
+    if document.get("checksum") != digest(claims).removeprefix(DIGEST_PREFIX):
+        raise CheckpointCorrupt("checksum mismatch")
+    if not isinstance(node, str):
+        raise CheckpointCorrupt(f"node: {node!r} is not a node name")
+    return FORMAT.seal(node, claims, version=2)
 
 
-def encode(node: str, records: dict[str, ClaimRecord]) -> str:
-    claims = {uid: asdict(record) for uid, record in sorted(records.items())}
-    document = {
-        "kind": CHECKPOINT_KIND,
-        "version": CHECKPOINT_VERSION,
-        "node": node,
-        "checksum": _digest(claims),
-        "claims": claims,
-    }
-    return json.dumps(document, indent=1, sort_keys=True) + "\n"
+FORMAT = CheckpointFormat(CHECKPOINT_KIND, CHECKPOINT_VERSION, "claims", "DRA checkpoint", MAX_BYTES, {1: _upgrade_v1})
 
 
-def decode(text: str, node: str) -> dict[str, ClaimRecord]:
-    try:
-        document = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # nesting deep enough to exhaust the parser is corrupt too
-        raise CheckpointCorrupt(f"not JSON: {exc}") from exc
-    if (
-        not isinstance(document, dict)
-        or document.get("kind") != CHECKPOINT_KIND
-        or document.get("version") != CHECKPOINT_VERSION
-    ):
-        raise CheckpointCorrupt(f"not a {CHECKPOINT_KIND} version {CHECKPOINT_VERSION}")
-    if document.get("node") != node:
-        raise CheckpointCorrupt(f"written for node {document.get('node')!r}, this is {node!r}")
-    claims = document.get("claims")
+def encode_claims(node: str, records: dict[str, ClaimRecord]) -> str:
+    """The checkpoint text for `records` (the file's content)."""
+    return json.dumps(FORMAT.seal(node, _claims_body(records)), indent=1, sort_keys=True) + "\n"
+
+
+def decode_claims(text: str, node: str) -> dict[str, ClaimRecord]:
+    """The records of a checkpoint text (any version read); CheckpointCorrupt says why it is not trusted."""
+    return _records(FORMAT.parse(text.encode(), node))
+
+
+def _claims_body(records: dict[str, ClaimRecord]) -> dict[str, Any]:
+    return {uid: asdict(record) for uid, record in sorted(records.items())}
+
+
+def _records(claims: Any) -> dict[str, ClaimRecord]:
     if not isinstance(claims, dict) or len(claims) > MAX_CLAIMS:
         raise CheckpointCorrupt(f"claims must be a map of at most {MAX_CLAIMS} entries")
-    if document.get("checksum") != _digest(claims):
-        raise CheckpointCorrupt("checksum mismatch")
     try:
         return {uid: _record_from(data) for uid, data in claims.items()}
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CheckpointCorrupt(f"bad claim record: {exc}") from exc
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CheckpointCorrupt(f"bad claim record: {exc!r}") from exc
 
 
 class ClaimCheckpoint:
@@ -141,25 +137,17 @@ class ClaimCheckpoint:
         self.node = node
 
     def load(self) -> dict[str, ClaimRecord]:
-        try:
-            return decode(read_bounded_text(self.path, "DRA checkpoint", MAX_BYTES), self.node)
-        except FileNotFoundError:
-            return {}
-        except (CheckpointCorrupt, InputFileError) as exc:
-            aside = self.path.with_name(self.path.name + ".corrupt")
-            self.path.replace(aside)
-            log.error("DRA checkpoint %s is unusable (%s); moved to %s, starting with no prepared claims",
-                      self.path, exc, aside)  # fmt: skip
-            return {}
+        return FORMAT.load(self.path, self.node, log, _records) or {}
 
     def save(self, records: dict[str, ClaimRecord]) -> None:
-        atomic_write_text(self.path, encode(self.node, records), mode=0o600)
+        FORMAT.write(self.path, self.node, _claims_body(records))
 
 
-def claimed_gpus(path: Path) -> tuple[str, ...]:
-    """GPUs a checkpoint holds MIG devices on, read leniently (bounded; a bad file is judged again at start)."""
+def gpus_with_prepared_migs(path: Path) -> tuple[str, ...]:
+    """GPUs a checkpoint holds MIG devices on, read leniently (bounded and non-blocking; a bad file is judged
+    again at start, when it is set aside)."""
     try:
-        claims = json.loads(read_bounded_text(path, "DRA checkpoint", MAX_BYTES)).get("claims", {})
+        claims = json.loads(read_regular_bytes(path, "DRA checkpoint", MAX_BYTES)).get("claims", {})
         return tuple({str(m.get("gpu_uuid", "")) for c in claims.values() for m in c.get("migs", []) if m})
     except (OSError, InputFileError, ValueError, RecursionError, AttributeError, TypeError):
         return ()
