@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from gpuslice.allocation.mps_edits import CONTAINER_SHM
 from gpuslice.dra.opaque import MpsConfig
 from gpuslice.gpu import Gpu
 from gpuslice.mps import MpsControl, MpsDaemonError
@@ -26,7 +27,14 @@ class MpsClaimError(RuntimeError):
 
 
 def daemon_dir(root: str | Path, claim_uid: str) -> Path:
+    """`<mpsRoot>/<claim uid>`: the only daemon directory a checkpoint record may name."""
     return Path(root) / claim_uid
+
+
+def claim_mps_edits(directory: Path) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
+    """The env and mounts (container path, host path) a claim's containers get for its daemon in `directory`."""
+    mounts = ((CONTAINER_PIPE_DIRECTORY, str(directory / "pipe")), (CONTAINER_SHM, str(directory / "shm")))
+    return {PIPE_ENV: CONTAINER_PIPE_DIRECTORY}, mounts
 
 
 def limit_commands(gpus: Sequence[Gpu], config: MpsConfig) -> list[str]:
@@ -103,9 +111,9 @@ class ClaimMpsDaemons:
                     raise
             time.sleep(0.05)
 
-    def stop(self, directory: str | Path) -> None:
-        """Quit the daemon in `directory` (if it still runs) and remove the directory."""
-        path = Path(directory)
+    def stop(self, claim_uid: str) -> None:
+        """Quit the claim's daemon (if it still runs) and remove its directory, `<root>/<claim uid>`."""
+        path = daemon_dir(self.root, claim_uid)
         if (path / "pipe" / "control").exists() or (path / "pipe").is_dir():
             self._quit_quietly({PIPE_ENV: str(path / "pipe"), LOG_ENV: str(path / "log")})
         shutil.rmtree(path, ignore_errors=True)

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from gpuslice.allocation.cdi import CONTROL_NODES, CdiError
-from gpuslice.allocation.mps_edits import CONTAINER_SHM
 from gpuslice.discovery import MigControl, MigControlError
 from gpuslice.dra.api import ApiError, ResourceApi
 from gpuslice.dra.cdi import (
@@ -19,17 +18,19 @@ from gpuslice.dra.cdi import (
     ClaimEdits,
     cdi_id,
     claim_spec,
+    leftover_claim_files,
     remove_claim_spec,
     write_claim_spec,
 )
 from gpuslice.dra.checkpoint import ClaimCheckpoint, ClaimRecord, CreatedMig, PreparedDevice
 from gpuslice.dra.claims import AllocatedDevice, ClaimPrepareError, ClaimRef, allocation_for
 from gpuslice.dra.devices import DraDevice
-from gpuslice.dra.mps import CONTAINER_PIPE_DIRECTORY, ClaimMpsDaemons, MpsClaimError
+from gpuslice.dra.mps import ClaimMpsDaemons, MpsClaimError, claim_mps_edits, daemon_dir
 from gpuslice.dra.opaque import TIMESLICE_LEVELS, MpsConfig
+from gpuslice.dra.owned import OwnPaths, confine
 from gpuslice.dra.timeslice import DEFAULT_LEVEL, TimeSliceControl, TimeSliceError
+from gpuslice.fsutil.atomic import leftover_temp_files
 from gpuslice.gpu import Gpu, MigInstance
-from gpuslice.mps.control import PIPE_ENV
 from gpuslice.sharing import Isolation, weakest
 
 log = logging.getLogger("gpuslice.dra")
@@ -86,7 +87,8 @@ class Preparer:
         self.checkpoint = checkpoint
         self.parts = parts
         self._lock = threading.Lock()
-        self._records: dict[str, ClaimRecord] = checkpoint.load()
+        self._own = OwnPaths(driver, parts.cdi_dir, parts.mps.root if parts.mps is not None else None)
+        self._records: dict[str, ClaimRecord] = confine(checkpoint.load(), self._own)
 
     # Queries -----------------------------------------------------------------------------------
 
@@ -113,9 +115,29 @@ class Preparer:
                     if restored is not record:
                         self._records[uid] = restored
                         notes.append(f"claim {uid}: re-created its MIG devices")
-            self._save()
+            notes += self._remove_leftovers()
+            try:
+                self._save()
+            except OSError as exc:  # logged, not fatal: a start that exits here would crash-loop
+                log.error("cannot write the DRA checkpoint %s: %s", self.checkpoint.path, exc.strerror or exc)
         for note in notes:
             log.info("%s", note)
+        return notes
+
+    def _remove_leftovers(self) -> list[str]:
+        """What a kill mid-prepare left: specs no record holds, temp files of spec and checkpoint writes."""
+        notes = []
+        try:
+            leftovers = leftover_claim_files(self.parts.cdi_dir, self.driver, self._records)
+            leftovers += leftover_temp_files(self.checkpoint.path)
+        except (CdiError, OSError) as exc:
+            return [f"cannot look for leftovers of unfinished preparations: {exc}"]
+        for path in leftovers:
+            try:
+                path.unlink(missing_ok=True)
+                notes.append(f"removed {path}, left by an unfinished preparation")
+            except OSError as exc:
+                notes.append(f"cannot remove {path}, left by an unfinished preparation: {exc.strerror or exc}")
         return notes
 
     def _restore_migs(self, record: ClaimRecord) -> ClaimRecord:
@@ -234,7 +256,9 @@ class Preparer:
             created = CreatedMig(entry.device, device.gpu.index, device.gpu.uuid, mig.profile, mig.placement_start,
                                  mig.gi, mig.ci, mig.uuid, mig.gi_cap_minor, mig.ci_cap_minor)  # fmt: skip
             record = self._update(replace(record, migs=(*record.migs, created)))
-        env, mounts, isolations = {}, [], []
+        env: dict[str, str] = {}
+        mounts: tuple[tuple[str, str], ...] = ()
+        isolations = []
         mps_gpus: dict[str, Gpu] = {}
         mps_config: MpsConfig | None = None
         for entry, device in chosen:
@@ -262,10 +286,8 @@ class Preparer:
             deadline.check("starting the MPS daemon")
             if self.parts.mps is None:
                 raise ClaimPrepareError(f"claim {ref}: MPS is not available on this node (no MPS root)")
-            record = self._update(replace(record, mps_daemon=str(self.parts.mps.root / ref.uid)))
-            directory = self.parts.mps.start(ref.uid, list(mps_gpus.values()), mps_config)
-            env[PIPE_ENV] = CONTAINER_PIPE_DIRECTORY
-            mounts = [(CONTAINER_PIPE_DIRECTORY, str(directory / "pipe")), (CONTAINER_SHM, str(directory / "shm"))]
+            record = self._update(replace(record, mps_daemon=str(daemon_dir(self.parts.mps.root, ref.uid))))
+            env, mounts = claim_mps_edits(self.parts.mps.start(ref.uid, list(mps_gpus.values()), mps_config))
         deadline.check("writing the CDI spec")
         prepared = tuple(
             PreparedDevice((entry.request,), entry.pool, entry.device, (cdi_id(self.driver, ref.uid, entry.device),))
@@ -275,7 +297,7 @@ class Preparer:
             record,
             devices=prepared,
             env=env,
-            mounts=tuple(mounts),
+            mounts=mounts,
             isolation=weakest(isolations).summary,
         )
         record = self._update(record)
@@ -332,12 +354,12 @@ class Preparer:
         problems = []
         if record.cdi_spec:
             try:
-                remove_claim_spec(record.cdi_spec)
+                remove_claim_spec(self.parts.cdi_dir, self.driver, record.uid)
                 record = self._update(replace(record, cdi_spec=None))
             except CdiError as exc:
                 problems.append(str(exc))
         if record.mps_daemon and self.parts.mps is not None:
-            self.parts.mps.stop(record.mps_daemon)
+            self.parts.mps.stop(record.uid)
             record = self._update(replace(record, mps_daemon=None))
         for gpu_uuid in record.timeslice_gpus:
             if self.parts.timeslice is None:
