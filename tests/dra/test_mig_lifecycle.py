@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from gpuslice.discovery import RecordingMigControl
-from gpuslice.dra import DraSettings, InMemoryResourceApi, prepare_setup
+from gpuslice.dra import InMemoryResourceApi
 from gpuslice.dra.app import DraApp
 from gpuslice.dra.checkpoint import ClaimCheckpoint, ClaimRecord, CreatedMig, PreparedDevice
 from gpuslice.dra.claims import ClaimPrepareError, ClaimRef
 from gpuslice.dra.names import CHECKPOINT_NAME
-from tests.dra.support import DRIVER, NODE, NODE_SPEC
+from tests.dra.support import DRIVER, NODE, in_process_app
 
 ME_AT_0, ME_AT_1 = "gpu-3-mig-1g10gbme-20-0", "gpu-3-mig-1g10gbme-20-1"  # +me placements, slices apart
 THREE_AT_0, ONE_AT_2 = "gpu-3-mig-3g40gb-9-0", "gpu-3-mig-1g10gb-19-2"  # the second lies inside the first
@@ -21,13 +21,7 @@ STATIC = "gpu-2-mig-3g40gb-9-0"  # GPU 2's fixed layout: never ours to destroy
 
 
 def build(root: Path, control: RecordingMigControl | None = None) -> DraApp:
-    spec = root / "node.yaml"
-    spec.write_text(NODE_SPEC)
-    config = root / "config.yaml"
-    config.write_text("version: v1\nflags:\n  migStrategy: dynamic\n")
-    setup = prepare_setup("fake", str(spec), str(config))
-    settings = DraSettings(plugins_dir=root / "plugins", registry_dir=root / "reg", cdi_dir=root / "cdi")
-    return DraApp(setup, settings, InMemoryResourceApi(), mig=control or RecordingMigControl(setup.node))
+    return in_process_app(root, "version: v1\nflags:\n  migStrategy: dynamic\n", mig=control)
 
 
 def put(app: DraApp, uid: str, *devices: str) -> ClaimRef:

@@ -8,27 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from gpuslice.dra import DraSettings, InMemoryResourceApi, prepare_setup
+from gpuslice.dra import InMemoryResourceApi
 from gpuslice.dra.app import DraApp
 from gpuslice.dra.cdi import spec_file_name
 from gpuslice.dra.checkpoint import ClaimCheckpoint, ClaimRecord, PreparedDevice
 from gpuslice.dra.claims import ClaimRef
 from gpuslice.dra.names import CHECKPOINT_NAME
 from gpuslice.mps import FakeMpsControl
-from tests.dra.support import DRIVER, NODE, NODE_SPEC, gpu_config
+from tests.dra.support import DRIVER, NODE, gpu_config, in_process_app
 
 UID = "0b7c7d7e-1111-2222-3333-444455556666"
 MPS = gpu_config({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 20}})
 
 
 def build(root: Path) -> DraApp:
-    spec = root / "node.yaml"
-    spec.write_text(NODE_SPEC)
-    config = root / "config.yaml"
-    config.write_text(f"version: v1\nflags:\n  migStrategy: dynamic\n  mpsRoot: {root / 'mps'}\n")
-    setup = prepare_setup("fake", str(spec), str(config))
-    settings = DraSettings(plugins_dir=root / "plugins", registry_dir=root / "reg", cdi_dir=root / "cdi")
-    return DraApp(setup, settings, InMemoryResourceApi(), mps_control=FakeMpsControl())
+    config = f"version: v1\nflags:\n  migStrategy: dynamic\n  mpsRoot: {root / 'mps'}\n"
+    return in_process_app(root, config, mps_control=FakeMpsControl())
 
 
 def checkpoint_of(root: Path) -> ClaimCheckpoint:

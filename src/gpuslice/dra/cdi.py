@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from gpuslice.allocation.cdi import (
 )
 from gpuslice.dra.names import CLAIM_CDI_CLASS, cdi_kind
 from gpuslice.fsutil.atomic import temp_file_pattern
+from gpuslice.fsutil.regular import first_entries
 from gpuslice.gpu import Gpu, MigInstance
 
 MAX_SCANNED_ENTRIES = 100_000  # a CDI dir holds a few specs per claim; a flooded one is not walked for ever
@@ -116,18 +116,13 @@ def leftover_claim_files(directory: str | Path, driver: str, prepared: Collectio
     holds, and the temp files of unfinished spec writes. Only names of our own pattern; no directories."""
     spec = re.compile(rf"k8s\.{re.escape(driver)}-{re.escape(CLAIM_CDI_CLASS)}_(?P<uid>[A-Za-z0-9-]+)\.json")
     temp = temp_file_pattern(spec.pattern)
-    leftovers = []
     try:
-        with os.scandir(directory) as entries:
-            for count, entry in enumerate(entries):
-                if count >= MAX_SCANNED_ENTRIES:
-                    break
-                match = spec.fullmatch(entry.name)
-                ours = (match is not None and match["uid"] not in prepared) or temp.fullmatch(entry.name) is not None
-                if ours and not entry.is_dir(follow_symlinks=False):
-                    leftovers.append(Path(entry.path))
-    except FileNotFoundError:
-        return []
+        entries = first_entries(directory, MAX_SCANNED_ENTRIES)
     except OSError as exc:
         raise CdiError(f"cannot list CDI dir {directory}: {exc.strerror or exc}") from exc
-    return leftovers
+
+    def ours(name: str) -> bool:
+        match = spec.fullmatch(name)
+        return (match is not None and match["uid"] not in prepared) or temp.fullmatch(name) is not None
+
+    return [Path(e.path) for e in entries if ours(e.name) and not e.is_dir(follow_symlinks=False)]

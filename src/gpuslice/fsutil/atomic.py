@@ -7,6 +7,8 @@ import re
 import tempfile
 from pathlib import Path
 
+from gpuslice.fsutil.regular import first_entries
+
 _TEMP_PREFIX, _TEMP_SUFFIX = ".", ".tmp"  # `.<target name>.<random>.tmp`, beside the target
 
 
@@ -46,15 +48,13 @@ def temp_file_pattern(target: str) -> re.Pattern[str]:
     return re.compile(rf"{re.escape(_TEMP_PREFIX)}(?:{target})\.[A-Za-z0-9_]+{re.escape(_TEMP_SUFFIX)}")
 
 
-def leftover_temp_files(path: str | Path) -> list[Path]:
-    """Temp files that atomic writes to `path` left when killed mid-write (regular files and links only)."""
+def leftover_temp_files(path: str | Path, max_entries: int = 100_000) -> list[Path]:
+    """Temp files that atomic writes to `path` left when killed mid-write (no directories), among the first
+    `max_entries` entries of its directory."""
     target = Path(path)
     pattern = temp_file_pattern(re.escape(target.name))
-    try:
-        with os.scandir(target.parent) as entries:
-            return [Path(e.path) for e in entries if pattern.fullmatch(e.name) and not e.is_dir(follow_symlinks=False)]
-    except FileNotFoundError:
-        return []
+    entries = first_entries(target.parent, max_entries)
+    return [Path(e.path) for e in entries if pattern.fullmatch(e.name) and not e.is_dir(follow_symlinks=False)]
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -65,6 +65,16 @@ def read_regular_bytes(path: str | Path, kind: str, max_bytes: int) -> bytes:
     return data
 
 
+def first_entries(directory: str | Path, limit: int) -> list[os.DirEntry[str]]:
+    """At most `limit` entries of `directory` (a flooded directory is not walked for ever); none when it is
+    missing. Other OSErrors pass through for the caller's own message."""
+    try:
+        with os.scandir(directory) as entries:
+            return [entry for _, entry in zip(range(limit), entries, strict=False)]
+    except FileNotFoundError:
+        return []
+
+
 def _lstat_type(path: str | Path) -> str:
     try:
         return file_type(os.lstat(path).st_mode)
