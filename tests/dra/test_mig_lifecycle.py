@@ -72,7 +72,7 @@ def test_unprepare_frees_the_placement_for_the_next_claim(tmp_path: Path) -> Non
     assert app.preparer.prepare(put(app, "u2", ME_AT_1), 10).migs[0].device == ME_AT_1
 
 
-def test_a_restart_re_creates_lost_devices_and_destroys_orphans(tmp_path: Path) -> None:
+def test_a_restart_re_creates_lost_devices_and_leaves_unrecorded_ones_alone(tmp_path: Path) -> None:
     app = build(tmp_path)
     held = app.preparer.prepare(put(app, "u1", THREE_AT_0), 10)
     fresh = RecordingMigControl(app.setup.node)  # a GPU reset: every instance gone
@@ -80,10 +80,13 @@ def test_a_restart_re_creates_lost_devices_and_destroys_orphans(tmp_path: Path) 
     again = build(tmp_path, fresh)
     notes = again.preparer.resume()
     live = fresh.live_instances([3])
-    assert [(m.profile, m.placement_start) for m in live] == [("3g.40gb", 0)], "the orphan destroyed, ours back"
+    assert sorted((m.profile, m.placement_start) for m in live) == [("1g.10gb", 6), ("3g.40gb", 0)], (
+        "ours back; the unrecorded one left alone: a sealed record cannot prove which GPUs are ours"
+    )
     (record,) = again.preparer.records().values()
-    assert record.migs[0].uuid == live[0].uuid and record.devices == held.devices
-    assert any("no claim holds" in note for note in notes)
+    ours = next(m for m in live if m.profile == "3g.40gb")
+    assert record.migs[0].uuid == ours.uuid and record.migs[0].gi == ours.gi and record.devices == held.devices
+    assert any("held by no claim; left alone" in note for note in notes)
 
 
 def _sealed(root: Path, *records: ClaimRecord) -> None:

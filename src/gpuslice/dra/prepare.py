@@ -109,9 +109,11 @@ class Preparer:
         notes = []
         with self._lock:
             if self.dynamic is not None:
-                orphans = self.dynamic.reconcile()  # the live devices matched to the records' placements
+                # The live devices matched to the records' placements. Those no claim holds are left alone: a
+                # checkpoint anyone can seal must not decide which GPUs' devices get destroyed.
+                orphans = self.dynamic.reconcile(destroy_orphans=False)
                 if orphans:
-                    notes.append(f"destroyed {orphans} MIG device(s) on our GPUs that no claim holds")
+                    notes.append(f"{orphans} MIG device(s) on dynamic GPUs are held by no claim; left alone")
             for uid, record in list(self._records.items()):
                 if record.state == "PrepareStarted":
                     problems = self._undo(record)

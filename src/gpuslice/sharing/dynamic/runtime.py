@@ -144,14 +144,23 @@ class DynamicMig:
         log.info("dynamic MIG resumed from %s: %d placements held", source, report.held)
         return report
 
-    def reconcile(self) -> int:
+    def reconcile(self, destroy_orphans: bool = True) -> int:
         """Match the live MIG devices to the holdings (a holding whose device is gone keeps no device), and
-        destroy those on our GPUs that nothing holds; returns how many. Without an inventory: nothing."""
+        destroy those on our GPUs that nothing holds; returns how many. Without an inventory: nothing.
+
+        `destroy_orphans=False` only logs them and returns how many there are: for a caller whose record
+        of what is ours cannot prove it (any writer of its file can name a GPU as ours).
+        """
         live = self._live_instances()
         if live is None:  # without a trustworthy inventory, leave the device alone
             return 0
         self._match_live(live)
-        return self._destroy_orphans(live)
+        if destroy_orphans:
+            return self._destroy_orphans(live)
+        orphans = self._orphans(live)
+        for mig, device_id in orphans:
+            log.warning("MIG device %s at %s is held by nothing; left alone", mig.uuid, device_id)
+        return len(orphans)
 
     def recreate_lost(self) -> list[str]:
         """Create again the device of every holding that has none (its GPU was reset, or the backend's
@@ -222,12 +231,14 @@ class DynamicMig:
                 log.warning("%s is held but its MIG device %s is gone from the GPU", holding.slot_id, holding.mig.uuid)
                 self.geometry.attach(holding.slot_id, None)
 
+    def _orphans(self, live: Sequence[MigInstance]) -> list[tuple[MigInstance, str]]:
+        """Live devices at a placement of ours that no holding holds, with that placement's ID."""
+        placed = ((mig, self._slot_of(mig)) for mig in live)
+        return [(mig, i) for mig, i in placed if i is not None and self.geometry.holding(i) is None]
+
     def _destroy_orphans(self, live: Sequence[MigInstance]) -> int:
         destroyed = 0
-        for mig in live:
-            device_id = self._slot_of(mig)
-            if device_id is None or self.geometry.holding(device_id) is not None:
-                continue
+        for mig, device_id in self._orphans(live):
             try:
                 with self._device_lock:
                     self.control.destroy(mig.parent_index, mig.gi, mig.ci)
