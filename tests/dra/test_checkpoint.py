@@ -93,3 +93,23 @@ def test_untrusted_older_or_newer_files_are_set_aside(tmp_path: Path, document: 
     path.write_text(json.dumps(document))
     assert ClaimCheckpoint(path, "node-a").load() == {}
     assert path.with_name("checkpoint.json.corrupt").exists() and not path.exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"migs": [{**asdict(RECORD.migs[0]), "gi_cap_minor": "1/../../../etc/shadow"}]}, "gi_cap_minor"),
+        ({"migs": [{**asdict(RECORD.migs[0]), "extra": 1}]}, "exactly"),
+        ({"state": "Prepared"}, "state"),
+        ({"mounts": [["/a"]]}, "pair"),
+        ({"env": {"A": 1}}, "map of strings"),
+        ({"cdi_spec": 7}, "cdi_spec"),
+    ],
+    ids=["string-cap-minor", "unknown-mig-key", "unknown-state", "half-a-mount", "number-in-env", "number-path"],
+)
+def test_a_sealed_record_of_the_wrong_types_is_refused(tmp_path: Path, change: dict[str, object], message: str) -> None:
+    from gpuslice.dra.checkpoint import FORMAT, CheckpointCorrupt, decode_claims
+
+    text = json.dumps(FORMAT.seal("node-a", {"u-1": {**asdict(RECORD), **change}}))
+    with pytest.raises(CheckpointCorrupt, match=message):
+        decode_claims(text, "node-a")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -74,23 +74,83 @@ class ClaimRecord:
         return tuple(device.device for device in self.devices)
 
 
-def _record_from(data: dict[str, Any]) -> ClaimRecord:
+_STATES = ("PrepareStarted", "PrepareCompleted")
+_MIG_FIELDS = {f.name: (int if f.type == "int" else str) for f in fields(CreatedMig)}
+
+
+def _record_from(data: Any, where: str) -> ClaimRecord:
+    """A record from its JSON, every field of its type: a value from the file later names device nodes and
+    paths, so a number that is a string (`"1/../../x"`) is refused here, not trusted downstream."""
+    if not isinstance(data, dict):
+        raise CheckpointCorrupt(f"{where}: not an object")
+    state = data.get("state")
+    if state not in _STATES:
+        raise CheckpointCorrupt(f"{where}.state: {str(state)[:64]!r} is not one of {', '.join(_STATES)}")
     return ClaimRecord(
-        uid=str(data["uid"]),
-        namespace=str(data["namespace"]),
-        name=str(data["name"]),
-        state=data["state"],
+        uid=_typed(data, "uid", str, where),
+        namespace=_typed(data, "namespace", str, where),
+        name=_typed(data, "name", str, where),
+        state=state,
         devices=tuple(
-            PreparedDevice(tuple(d["requests"]), d["pool"], d["device"], tuple(d["cdi_ids"])) for d in data["devices"]
+            _device(entry, f"{where}.devices[{i}]") for i, entry in enumerate(_list(data, "devices", where, []))
         ),
-        migs=tuple(CreatedMig(**m) for m in data["migs"]),
-        mps_daemon=data.get("mps_daemon"),
-        timeslice_gpus=tuple(data.get("timeslice_gpus", ())),
-        cdi_spec=data.get("cdi_spec"),
-        isolation=str(data.get("isolation", "")),
-        env={str(key): str(value) for key, value in data.get("env", {}).items()},
-        mounts=tuple((str(container), str(host)) for container, host in data.get("mounts", ())),
+        migs=tuple(_mig(entry, f"{where}.migs[{i}]") for i, entry in enumerate(_list(data, "migs", where, []))),
+        mps_daemon=_optional(data, "mps_daemon", where),
+        timeslice_gpus=_strings(data.get("timeslice_gpus", []), f"{where}.timeslice_gpus"),
+        cdi_spec=_optional(data, "cdi_spec", where),
+        isolation=_typed({"isolation": data.get("isolation", "")}, "isolation", str, where),
+        env=_env(data.get("env", {}), f"{where}.env"),
+        mounts=tuple(_pair(entry, f"{where}.mounts[{i}]") for i, entry in enumerate(_list(data, "mounts", where, []))),
     )
+
+
+def _typed(data: dict[str, Any], key: str, kind: type, where: str) -> Any:
+    value = data.get(key)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise CheckpointCorrupt(f"{where}.{key}: missing or not a {kind.__name__} ({str(value)[:64]!r})")
+    return value
+
+
+def _list(data: dict[str, Any], key: str, where: str, default: list[Any]) -> list[Any]:
+    value: list[Any] = _typed({key: data.get(key, default)}, key, list, where)
+    return value
+
+
+def _optional(data: dict[str, Any], key: str, where: str) -> str | None:
+    return None if data.get(key) is None else str(_typed(data, key, str, where))
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise CheckpointCorrupt(f"{where}: not a list of strings")
+    return tuple(value)
+
+
+def _env(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(item, str) for item in value.values()):
+        raise CheckpointCorrupt(f"{where}: not a map of strings")
+    return dict(value)
+
+
+def _pair(value: Any, where: str) -> tuple[str, str]:
+    pair = _strings(value, where)
+    if len(pair) != 2:
+        raise CheckpointCorrupt(f"{where}: not a (container path, host path) pair")
+    return pair[0], pair[1]
+
+
+def _device(entry: Any, where: str) -> PreparedDevice:
+    if not isinstance(entry, dict):
+        raise CheckpointCorrupt(f"{where}: not an object")
+    requests = _strings(entry.get("requests"), f"{where}.requests")
+    pool, device = _typed(entry, "pool", str, where), _typed(entry, "device", str, where)
+    return PreparedDevice(requests, pool, device, _strings(entry.get("cdi_ids"), f"{where}.cdi_ids"))
+
+
+def _mig(entry: Any, where: str) -> CreatedMig:
+    if not isinstance(entry, dict) or set(entry) != set(_MIG_FIELDS):
+        raise CheckpointCorrupt(f"{where}: not an object with exactly {', '.join(_MIG_FIELDS)}")
+    return CreatedMig(**{key: _typed(entry, key, kind, where) for key, kind in _MIG_FIELDS.items()})
 
 
 def _upgrade_v1(document: dict[str, Any]) -> dict[str, Any]:
@@ -123,10 +183,7 @@ def _claims_body(records: dict[str, ClaimRecord]) -> dict[str, Any]:
 def _records(claims: Any) -> dict[str, ClaimRecord]:
     if not isinstance(claims, dict) or len(claims) > MAX_CLAIMS:
         raise CheckpointCorrupt(f"claims must be a map of at most {MAX_CLAIMS} entries")
-    try:
-        return {uid: _record_from(data) for uid, data in claims.items()}
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise CheckpointCorrupt(f"bad claim record: {exc!r}") from exc
+    return {uid: _record_from(data, f"claims[{uid[:64]!r}]") for uid, data in claims.items()}
 
 
 class ClaimCheckpoint:

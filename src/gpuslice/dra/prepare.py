@@ -125,7 +125,11 @@ class Preparer:
             if self.dynamic is not None:
                 notes += self.dynamic.recreate_lost()
             for uid, record in list(self._records.items()):
-                restored = self._restore_migs(record)
+                try:
+                    restored = self._restore_migs(record)
+                except (ClaimPrepareError, CdiError) as exc:
+                    notes.append(f"claim {uid}: its spec cannot be rewritten: {exc}")
+                    continue
                 if restored is not record:
                     self._records[uid] = restored
                     notes.append(f"claim {uid}: its MIG devices are back (re-created or renumbered)")
@@ -185,7 +189,7 @@ class Preparer:
 
     def _restore_migs(self, record: ClaimRecord) -> ClaimRecord:
         """The record with its MIG devices as the geometry holds them now (found live, or re-created)."""
-        if self.dynamic is None or not record.migs:
+        if self.dynamic is None or not record.migs or record.state != "PrepareCompleted":
             return record
         migs = []
         for created in record.migs:
