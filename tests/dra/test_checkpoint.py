@@ -108,8 +108,8 @@ def test_untrusted_older_or_newer_files_are_set_aside(tmp_path: Path, document: 
     ids=["string-cap-minor", "unknown-mig-key", "unknown-state", "half-a-mount", "number-in-env", "number-path"],
 )
 def test_a_sealed_record_of_the_wrong_types_is_refused(tmp_path: Path, change: dict[str, object], message: str) -> None:
-    from gpuslice.dra.checkpoint import FORMAT, CheckpointCorrupt, decode_claims
+    from gpuslice.dra.checkpoint import CLAIM_CHECKPOINT_FORMAT, CheckpointCorrupt, decode_claims
 
-    text = json.dumps(FORMAT.seal("node-a", {"u-1": {**asdict(RECORD), **change}}))
+    text = json.dumps(CLAIM_CHECKPOINT_FORMAT.seal("node-a", {"u-1": {**asdict(RECORD), **change}}))
     with pytest.raises(CheckpointCorrupt, match=message):
         decode_claims(text, "node-a")

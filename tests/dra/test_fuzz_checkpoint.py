@@ -10,7 +10,14 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuslice.dra.checkpoint import FORMAT, CheckpointCorrupt, ClaimRecord, CreatedMig, decode_claims, encode_claims
+from gpuslice.dra.checkpoint import (
+    CLAIM_CHECKPOINT_FORMAT,
+    CheckpointCorrupt,
+    ClaimRecord,
+    CreatedMig,
+    decode_claims,
+    encode_claims,
+)
 from tests.support.fuzz import json_values, mutated
 
 NODE = "node-a"
@@ -38,7 +45,7 @@ def test_fuzz_checkpoint_files(data: bytes) -> None:
 def test_fuzz_sealed_records(fields: dict[str, Any]) -> None:
     """A correctly sealed record with hostile content still gives a typed record or the typed error."""
     record = {**asdict(RECORD), **fields}
-    text = json.dumps(FORMAT.seal(NODE, {"u-1": record}))
+    text = json.dumps(CLAIM_CHECKPOINT_FORMAT.seal(NODE, {"u-1": record}))
     with contextlib.suppress(CheckpointCorrupt):
         (decoded,) = decode_claims(text, NODE).values()
         assert all(isinstance(mig.gi_cap_minor, int) for mig in decoded.migs)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from gpuslice.fsutil.checkpoint import digest
 from gpuslice.sharing.dynamic.checkpoint import (
-    FORMAT,
+    MIG_CHECKPOINT_FORMAT,
     MigCheckpointError,
     decode_holdings,
     encode_holdings,
@@ -48,7 +48,8 @@ def test_fuzz_checkpoint_files(data: bytes) -> None:
 def test_fuzz_checkpoint_documents_with_a_valid_seal(holdings: list[Any]) -> None:
     """A correctly sealed document with hostile content still gives holdings or the typed error."""
     with contextlib.suppress(MigCheckpointError):
-        decode_holdings(FORMAT.seal(NODE.name, {"holdings": holdings}), NODE.name)
+        decode_holdings(MIG_CHECKPOINT_FORMAT.seal(NODE.name, {"holdings": holdings}), NODE.name)
     data = {"node": NODE.name, "holdings": holdings}  # the same in the version 1 layout, upgraded on read
     with contextlib.suppress(MigCheckpointError):
-        decode_holdings({"kind": FORMAT.kind, "version": 1, "checksum": digest(data), "data": data}, NODE.name)
+        document = {"kind": MIG_CHECKPOINT_FORMAT.kind, "version": 1, "checksum": digest(data), "data": data}
+        decode_holdings(document, NODE.name)

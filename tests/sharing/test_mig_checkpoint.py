@@ -13,8 +13,8 @@ from gpuslice.fsutil.checkpoint import digest
 from gpuslice.gpu.mig import H100_80GB
 from gpuslice.sharing.dynamic.checkpoint import (
     CORRUPT_SUFFIX,
-    FORMAT,
     KIND,
+    MIG_CHECKPOINT_FORMAT,
     VERSION,
     MigCheckpoint,
     MigCheckpointError,
@@ -83,8 +83,8 @@ def _mutations() -> list[tuple[str, Any, str]]:
     tampered["data"]["holdings"][0]["start"] = 4  # content changed, checksum not
     resealed = json.loads(json.dumps(tampered))
     resealed["data"]["holdings"][0]["gpu_index"] = "zero"
-    resealed = FORMAT.seal(NODE.name, resealed["data"])
-    other_node = FORMAT.seal("elsewhere", good["data"])
+    resealed = MIG_CHECKPOINT_FORMAT.seal(NODE.name, resealed["data"])
+    other_node = MIG_CHECKPOINT_FORMAT.seal("elsewhere", good["data"])
     return [
         ("truncated", json.dumps(good)[:40], "not valid JSON"),
         ("not an object", "[1, 2]", "not a JSON object"),

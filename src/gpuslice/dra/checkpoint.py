@@ -160,20 +160,22 @@ def _upgrade_v1(document: dict[str, Any]) -> dict[str, Any]:
         raise CheckpointCorrupt("checksum mismatch")
     if not isinstance(node, str):
         raise CheckpointCorrupt(f"node: {node!r} is not a node name")
-    return FORMAT.seal(node, claims, version=2)
+    return CLAIM_CHECKPOINT_FORMAT.seal(node, claims, version=2)
 
 
-FORMAT = CheckpointFormat(CHECKPOINT_KIND, CHECKPOINT_VERSION, "claims", "DRA checkpoint", MAX_BYTES, {1: _upgrade_v1})
+CLAIM_CHECKPOINT_FORMAT = CheckpointFormat(
+    CHECKPOINT_KIND, CHECKPOINT_VERSION, "claims", "DRA checkpoint", MAX_BYTES, {1: _upgrade_v1}
+)
 
 
 def encode_claims(node: str, records: dict[str, ClaimRecord]) -> str:
     """The checkpoint text for `records` (the file's content)."""
-    return json.dumps(FORMAT.seal(node, _claims_body(records)), indent=1, sort_keys=True) + "\n"
+    return json.dumps(CLAIM_CHECKPOINT_FORMAT.seal(node, _claims_body(records)), indent=1, sort_keys=True) + "\n"
 
 
 def decode_claims(text: str, node: str) -> dict[str, ClaimRecord]:
     """The records of a checkpoint text (any version read); CheckpointCorrupt says why it is not trusted."""
-    return _records(FORMAT.parse(text.encode(), node))
+    return _records(CLAIM_CHECKPOINT_FORMAT.parse(text.encode(), node))
 
 
 def _claims_body(records: dict[str, ClaimRecord]) -> dict[str, Any]:
@@ -194,10 +196,10 @@ class ClaimCheckpoint:
         self.node = node
 
     def load(self) -> dict[str, ClaimRecord]:
-        return FORMAT.load(self.path, self.node, log, _records) or {}
+        return CLAIM_CHECKPOINT_FORMAT.load(self.path, self.node, log, _records) or {}
 
     def save(self, records: dict[str, ClaimRecord]) -> None:
-        FORMAT.write(self.path, self.node, _claims_body(records))
+        CLAIM_CHECKPOINT_FORMAT.write(self.path, self.node, _claims_body(records))
 
 
 def gpus_with_prepared_migs(path: Path) -> tuple[str, ...]:

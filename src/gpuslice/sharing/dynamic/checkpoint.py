@@ -45,30 +45,32 @@ def _upgrade_v1(document: dict[str, Any]) -> dict[str, Any]:
     node = data.get("node")
     if not isinstance(node, str):
         raise MigCheckpointError(f"data.node: {node!r} is not a node name")
-    return FORMAT.seal(node, {"holdings": data.get("holdings")}, version=2)
+    return MIG_CHECKPOINT_FORMAT.seal(node, {"holdings": data.get("holdings")}, version=2)
 
 
-FORMAT = CheckpointFormat(KIND, VERSION, "data", "dynamic MIG checkpoint", MAX_CHECKPOINT_BYTES, {1: _upgrade_v1})
+MIG_CHECKPOINT_FORMAT = CheckpointFormat(
+    KIND, VERSION, "data", "dynamic MIG checkpoint", MAX_CHECKPOINT_BYTES, {1: _upgrade_v1}
+)
 
 
 def encode_holdings(holdings: Iterable[Holding], node_name: str) -> dict[str, Any]:
     """The sealed document for `holdings`: {kind, version, node, checksum, data: {holdings: [...]}}."""
-    return FORMAT.seal(node_name, _body(holdings))
+    return MIG_CHECKPOINT_FORMAT.seal(node_name, _body(holdings))
 
 
 def decode_holdings(document: Any, node_name: str | None = None) -> tuple[Holding, ...]:
     """Holdings from a document (any version read); MigCheckpointError naming the key when anything is off."""
-    return _holdings(FORMAT.open(document, node_name))
+    return _holdings(MIG_CHECKPOINT_FORMAT.open(document, node_name))
 
 
 def write_checkpoint(path: Path, holdings: Iterable[Holding], node_name: str) -> None:
     """Write atomically, mode 0600 (gpuslice.fsutil.checkpoint)."""
-    FORMAT.write(path, node_name, _body(holdings))
+    MIG_CHECKPOINT_FORMAT.write(path, node_name, _body(holdings))
 
 
 def read_checkpoint(path: Path, node_name: str | None = None) -> tuple[Holding, ...] | None:
     """The recorded holdings, None when there is no file, MigCheckpointError when it cannot be trusted."""
-    data = FORMAT.read(path, node_name)
+    data = MIG_CHECKPOINT_FORMAT.read(path, node_name)
     return None if data is None else _holdings(data)
 
 
