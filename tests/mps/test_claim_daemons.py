@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,17 +10,10 @@ from gpuslice.dra.mps import ClaimMpsDaemons, MpsClaimError
 from gpuslice.dra.opaque import MpsConfig
 from gpuslice.mps import FakeMpsControl
 from tests.mps.helpers import node_of
-from tests.support.dirs import short_temp_dir
 
 UID = "5f0c1d2e-aaaa-bbbb-cccc-ddddeeeeffff"
 GPUS = node_of("NVIDIA H100 80GB HBM3", 81559, "9.0", count=2).gpus
 LIMITS = MpsConfig.model_validate({"defaultActiveThreadPercentage": 30, "defaultPinnedDeviceMemoryLimit": "8Gi"})
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    with short_temp_dir("gs-mps-") as path:
-        yield path
 
 
 def test_a_claims_daemon_lives_in_its_own_directory_and_gets_the_claims_limits(root: Path) -> None:
