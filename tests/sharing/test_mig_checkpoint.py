@@ -139,3 +139,17 @@ def test_a_version_1_file_is_read_and_rewritten_as_the_current_version(tmp_path:
     assert store.load() == restored
     with pytest.raises(MigCheckpointError, match="written by node 'ckpt'"):
         read_checkpoint(path, "another")
+
+
+def test_resume_removes_temp_files_of_killed_writes_only(tmp_path: Path) -> None:
+    from gpuslice.sharing.dynamic.runtime import DynamicMig
+
+    store = MigCheckpoint(tmp_path / "ckpt", NODE.name)
+    store.save(held())
+    killed = tmp_path / ".ckpt.k1ll3d_x.tmp"
+    other = tmp_path / ".other.k1ll3d_x.tmp"
+    killed.write_text("{")
+    other.write_text("{")
+    dynamic = DynamicMig(DynamicMigGeometry(dynamic_resources(NODE)), RecordingMigControl(NODE), store)
+    assert dynamic.resume(None).source == "checkpoint"
+    assert not killed.exists() and other.exists()

@@ -8,6 +8,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from gpuslice.fsutil.atomic import leftover_temp_files
 from gpuslice.fsutil.checkpoint import CORRUPT_SUFFIX as CORRUPT_SUFFIX  # where the plugin's callers know it
 from gpuslice.fsutil.checkpoint import CheckpointFormat, CheckpointUnusable, digest, set_aside
 from gpuslice.gpu import MigInstance
@@ -99,6 +100,14 @@ class MigCheckpoint:
         """See read_checkpoint."""
         with self._lock:
             return read_checkpoint(self.path, self.node_name)
+
+    def remove_leftovers(self) -> list[Path]:
+        """Remove the temp files of writes a kill interrupted (`.<name>.<random>.tmp` beside the file)."""
+        with self._lock:
+            leftovers = leftover_temp_files(self.path)
+            for path in leftovers:
+                path.unlink(missing_ok=True)
+            return leftovers
 
     def quarantine(self) -> Path | None:
         """Move an untrusted file aside (`<name>.corrupt`) for inspection; returns where it went."""

@@ -127,6 +127,8 @@ class DynamicMig:
         problem = None
         recorded = None
         if self.checkpoint is not None:
+            for leftover in self.checkpoint.remove_leftovers():
+                log.warning("removed %s, left by a checkpoint write that was killed", leftover)
             try:
                 recorded = self.checkpoint.load()
                 if recorded is not None:
