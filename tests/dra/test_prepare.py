@@ -164,7 +164,7 @@ def test_an_api_server_that_is_not_there_yet_is_waited_for(app: DraApp) -> None:
 
 
 def test_a_time_slice_interval_is_set_for_the_claim_and_reset_after(app: DraApp) -> None:
-    from gpuslice.dra.timeslice import RecordingTimeSlice
+    from gpuslice.discovery import RecordingTimeSlice
 
     api = app.api
     assert isinstance(api, InMemoryResourceApi)

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from gpuslice.discovery.capabilities import MigControl as MigControl
     from gpuslice.discovery.capabilities import MigControlError as MigControlError
     from gpuslice.discovery.capabilities import Prober as Prober
+    from gpuslice.discovery.capabilities import TimeSliceControl as TimeSliceControl
+    from gpuslice.discovery.capabilities import TimeSliceError as TimeSliceError
     from gpuslice.discovery.mig_recording import RecordingMigControl as RecordingMigControl
     from gpuslice.discovery.mig_recording import RecordsMigCalls as RecordsMigCalls
     from gpuslice.discovery.nodespec import DEFAULT_PRESET as DEFAULT_PRESET
@@ -30,13 +32,24 @@ if TYPE_CHECKING:
     from gpuslice.discovery.select import BackendInitError as BackendInitError
     from gpuslice.discovery.select import IdleBackend as IdleBackend
     from gpuslice.discovery.select import make_backend as make_backend
+    from gpuslice.discovery.select import make_fake_backend as make_fake_backend
+    from gpuslice.discovery.timeslice import DEFAULT_TIMESLICE_LEVEL as DEFAULT_TIMESLICE_LEVEL
+    from gpuslice.discovery.timeslice import NvidiaSmiTimeSlice as NvidiaSmiTimeSlice
+    from gpuslice.discovery.timeslice import RecordingTimeSlice as RecordingTimeSlice
     from gpuslice.discovery.xid import XidEvent as XidEvent
 
 __all__, __getattr__ = lazy_exports(
     __name__,
     {
         "gpuslice.discovery.backend": ("Backend", "FakeBackend"),
-        "gpuslice.discovery.capabilities": ("HealthSource", "MigControl", "MigControlError", "Prober"),
+        "gpuslice.discovery.capabilities": (
+            "HealthSource",
+            "MigControl",
+            "MigControlError",
+            "Prober",
+            "TimeSliceControl",
+            "TimeSliceError",
+        ),
         "gpuslice.discovery.mig_recording": ("RecordingMigControl", "RecordsMigCalls"),
         "gpuslice.discovery.nodespec": (
             "DEFAULT_PRESET",
@@ -46,7 +59,14 @@ __all__, __getattr__ = lazy_exports(
             "load_node_spec",
             "parse_node_spec",
         ),
-        "gpuslice.discovery.select": ("BACKEND_KINDS", "BackendInitError", "IdleBackend", "make_backend"),
+        "gpuslice.discovery.select": (
+            "BACKEND_KINDS",
+            "BackendInitError",
+            "IdleBackend",
+            "make_backend",
+            "make_fake_backend",
+        ),
+        "gpuslice.discovery.timeslice": ("DEFAULT_TIMESLICE_LEVEL", "NvidiaSmiTimeSlice", "RecordingTimeSlice"),
         "gpuslice.discovery.xid": ("XidEvent",),
     },
 )

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpuslice.discovery.backend import Backend
+from gpuslice.discovery.capabilities import TimeSliceControl
+from gpuslice.discovery.timeslice import NvidiaSmiTimeSlice
 from gpuslice.discovery.xid import XidEvent
 from gpuslice.gpu import ComputeCapability, Gpu, Node
 
@@ -253,6 +255,9 @@ class HostPathBackend(Backend):
             machine_type=read_machine_type(self.root),
             extra={"backend": self.name},
         )
+
+    def timeslice_control(self) -> TimeSliceControl | None:
+        return NvidiaSmiTimeSlice()  # nvidia-smi comes with the driver, NVML or not
 
     def device_nodes(self) -> list[str]:
         """/dev/nvidia* and /dev/nvidia-caps/* present under the root, as paths relative to it."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from gpuslice.allocation.cdi import present_control_nodes
 from gpuslice.allocation.cdi_driver import driver_edits
 from gpuslice.allocation.cdi_specs import CdiSettings
-from gpuslice.discovery import MigControl
+from gpuslice.discovery import MigControl, TimeSliceControl
 from gpuslice.discovery.driver_files import discover_driver_files
 from gpuslice.dra.api import ApiError, ResourceApi
 from gpuslice.dra.checkpoint import ClaimCheckpoint
@@ -37,7 +37,6 @@ from gpuslice.dra.service import CALL_BUDGET_S, RegistrationService, add_node_se
 from gpuslice.dra.setup import DraSetup
 from gpuslice.dra.slices import PoolSpec
 from gpuslice.dra.sockets import UnixServer, serve
-from gpuslice.dra.timeslice import NvidiaSmiTimeSlice, RecordingTimeSlice, TimeSliceControl
 from gpuslice.health import xid_policy_from_env
 from gpuslice.health.loop import build_health_loop
 from gpuslice.mps import CommandControl, MpsControl
@@ -83,11 +82,6 @@ class DraSettings:
     @property
     def dra_socket(self) -> Path:
         return self.plugin_dir / DRA_SOCKET_NAME
-
-
-def timeslice_for(setup: DraSetup) -> TimeSliceControl:
-    """nvidia-smi on real GPUs; the fake backend's GPUs remember their level in memory."""
-    return RecordingTimeSlice() if setup.backend.name == "fake" else NvidiaSmiTimeSlice()
 
 
 class DraApp:
@@ -141,7 +135,7 @@ class DraApp:
             ),
             mig=mig if mig is not None else setup.backend.mig_control(setup.node),
             mps=mps,
-            timeslice=timeslice if timeslice is not None else timeslice_for(setup),
+            timeslice=timeslice if timeslice is not None else setup.backend.timeslice_control(),
         )
         self.preparer = Preparer(
             settings.driver,
@@ -255,6 +249,7 @@ class DraApp:
                     self.slices.delete_all()
                 except ApiError as exc:
                     log.warning("could not delete our ResourceSlices: %s", exc)
+        self.setup.backend.close()
 
     def run_until_signalled(self, ready: Callable[[], None] | None = None) -> signal.Signals:
         """Start, wait for SIGTERM or SIGINT, stop. Must run on the main thread."""

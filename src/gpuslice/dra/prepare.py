@@ -12,7 +12,7 @@ from typing import Any
 
 from gpuslice.allocation.cdi import CONTROL_NODES, CdiError
 from gpuslice.allocation.mps_edits import CONTAINER_SHM
-from gpuslice.discovery import MigControl, MigControlError
+from gpuslice.discovery import DEFAULT_TIMESLICE_LEVEL, MigControl, MigControlError, TimeSliceControl, TimeSliceError
 from gpuslice.dra.api import ApiError, ResourceApi
 from gpuslice.dra.cdi import (
     ClaimDeviceEdits,
@@ -27,7 +27,6 @@ from gpuslice.dra.claims import AllocatedDevice, ClaimPrepareError, ClaimRef, al
 from gpuslice.dra.devices import DraDevice
 from gpuslice.dra.mps import CONTAINER_PIPE_DIRECTORY, ClaimMpsDaemons, MpsClaimError
 from gpuslice.dra.opaque import TIMESLICE_LEVELS, MpsConfig
-from gpuslice.dra.timeslice import DEFAULT_LEVEL, TimeSliceControl, TimeSliceError
 from gpuslice.gpu import Gpu, MigInstance
 from gpuslice.mps.control import PIPE_ENV
 from gpuslice.sharing import Isolation, weakest
@@ -343,7 +342,7 @@ class Preparer:
             if self.parts.timeslice is None:
                 break
             try:
-                self.parts.timeslice.set_level(gpu_uuid, DEFAULT_LEVEL)
+                self.parts.timeslice.set_level(gpu_uuid, DEFAULT_TIMESLICE_LEVEL)
                 record = self._update(
                     replace(record, timeslice_gpus=tuple(g for g in record.timeslice_gpus if g != gpu_uuid))
                 )

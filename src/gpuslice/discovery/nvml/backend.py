@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from gpuslice.discovery.backend import Backend
-from gpuslice.discovery.capabilities import HealthSource, MigControl, Prober
+from gpuslice.discovery.capabilities import HealthSource, MigControl, Prober, TimeSliceControl
 from gpuslice.discovery.hostpath import (
     MigMinors,
     load_mig_minors,
@@ -42,6 +42,7 @@ from gpuslice.discovery.nvml.library import (
     error_code,
 )
 from gpuslice.discovery.nvml.mig import NvmlMigControl
+from gpuslice.discovery.timeslice import NvidiaSmiTimeSlice
 from gpuslice.discovery.xid import DEFAULT_IGNORED_XIDS, XidEvent, instance_id
 from gpuslice.gpu import ComputeCapability, Gpu, MigCatalogue, MigInstance, Node, catalogue_for
 
@@ -76,7 +77,8 @@ def mig_profile_name(gi_slices: int, ci_slices: int, memory_mib: int, total_memo
 class NvmlBackend(Backend):
     """Discovers the node through NVML; `library` defaults to nvidia-ml-py, tests pass a fake.
 
-    Capabilities: NVML's Xid event stream as health source, the NVML recovery probe, MIG control.
+    Capabilities: NVML's Xid event stream as health source, the NVML recovery probe, MIG control,
+    nvidia-smi's time-slice control; `close()` shuts NVML down (any later call opens it again).
     """
 
     name = "nvml"
@@ -89,6 +91,9 @@ class NvmlBackend(Backend):
 
     def mig_control(self, node: Node) -> MigControl | None:
         return NvmlMigControl(self)
+
+    def timeslice_control(self) -> TimeSliceControl | None:
+        return NvidiaSmiTimeSlice()
 
     def __init__(
         self,
@@ -121,6 +126,7 @@ class NvmlBackend(Backend):
             self._open = True
 
     def close(self) -> None:
+        """nvmlShutdown, once per nvmlInit."""
         with self._lock:
             if self._open:
                 self._open = False
