@@ -95,7 +95,6 @@ def test_unhealthy_devices_leave_the_pool_and_cannot_be_prepared(app: DraApp) ->
     api = app.api
     assert isinstance(api, InMemoryResourceApi)
     controller = SliceController(api, app.pool_spec(), app.published_devices, resync_s=60)
-    app.slices = controller
     controller.sync()
     before = controller.generation
     gpu0 = app.setup.node.gpus[0].uuid
