@@ -17,7 +17,7 @@ from gpuslice.dra.driver import GpuDriver
 from gpuslice.dra.kubelet_plugin import KubeletPlugin
 from gpuslice.gpu import Node
 from gpuslice.sharing import HealthStore
-from gpuslice.wire import dra_v1_grpc, dra_v1_pb2
+from gpuslice.wire import MAX_REQUEST_BYTES, dra_v1_grpc, dra_v1_pb2
 from tests.dra.support import NODE_SPEC, gpu_config
 from tests.dra.test_prepare import allocated, opaque
 
@@ -188,3 +188,13 @@ def test_the_dra_process_releases_its_backend_on_exit(node: DraNode, workdir: Pa
     with DraApp(setup, settings, node.api):
         assert backend.closed == 0
     assert backend.closed == 1
+
+
+def test_the_plumbing_refuses_a_request_over_the_kubelets_size_cap(served: tuple[KubeletPlugin, TableDriver]) -> None:
+    plugin, _ = served
+    huge = dra_v1_pb2.Claim(namespace="default", uid="u1", name="x" * MAX_REQUEST_BYTES)
+    with grpc.insecure_channel(f"unix:{plugin.settings.dra_socket}") as channel:
+        stub = dra_v1_grpc.DRAPluginStub(channel)  # type: ignore[no-untyped-call]
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.NodePrepareResources(dra_v1_pb2.NodePrepareResourcesRequest(claims=[huge]), timeout=10)
+    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED

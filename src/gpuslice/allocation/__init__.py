@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from gpuslice.exports import lazy_exports
 
 if TYPE_CHECKING:
-    from gpuslice.allocation.allocate import CONTROL_DEVICE_NODES as CONTROL_DEVICE_NODES
     from gpuslice.allocation.allocate import VISIBLE_DEVICES_ENV as VISIBLE_DEVICES_ENV
     from gpuslice.allocation.allocate import allocate_container as allocate_container
     from gpuslice.allocation.allocate import device_nodes_step as device_nodes_step
@@ -56,7 +55,6 @@ __all__, __getattr__ = lazy_exports(
     __name__,
     {
         "gpuslice.allocation.allocate": (
-            "CONTROL_DEVICE_NODES",
             "VISIBLE_DEVICES_ENV",
             "allocate_container",
             "device_nodes_step",

@@ -20,7 +20,10 @@ DEFAULT_CDI_DIR = "/var/run/cdi"
 GPU_SPEC_FILE = "k8s.device-plugin.nvidia.com-gpu.json"
 IMEX_SPEC_FILE = "k8s.device-plugin.nvidia.com-imex-channel.json"
 ALL_DEVICES = "all"
-CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
+# The driver's control device nodes, the one list of them: NVIDIA passes each that exists to every GPU
+# container. /dev/nvidia-modeset serves display mode setting, which CUDA does not need.
+MODESET_NODE = "/dev/nvidia-modeset"
+CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", MODESET_NODE)
 IMEX_CHANNEL_DIR = "/dev/nvidia-caps-imex-channels"
 
 IdStrategy = Literal["uuid", "index"]
@@ -54,11 +57,7 @@ def device_nodes(gpu: Gpu, mig: MigInstance | None, dev_root: str) -> list[dict[
 
 
 def _device_paths(gpu: Gpu, mig: MigInstance | None) -> list[str]:
-    paths = [gpu.device_path]
-    if mig is not None:
-        paths.append(f"/dev/nvidia-caps/nvidia-cap{mig.gi_cap_minor}")
-        paths.append(f"/dev/nvidia-caps/nvidia-cap{mig.ci_cap_minor}")
-    return paths
+    return [gpu.device_path, *(mig.capability_paths if mig is not None else ())]
 
 
 def present_control_nodes(node_exists: Callable[[str], bool]) -> tuple[str, ...]:
