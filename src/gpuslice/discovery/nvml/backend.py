@@ -13,14 +13,8 @@ from typing import Any, TypedDict
 
 from gpuslice.discovery.backend import Backend
 from gpuslice.discovery.capabilities import HealthSource, MigControl, Prober, TimeSliceControl
-from gpuslice.discovery.hostpath import (
-    MigMinors,
-    load_mig_minors,
-    normalize_bus_id,
-    read_machine_type,
-    read_numa_node,
-    read_pci_class,
-)
+from gpuslice.discovery.hostpath import normalize_bus_id, read_machine_type, read_numa_node, read_pci_class
+from gpuslice.discovery.mig_minors import MIG_MINORS_FILE, MigMinors, load_mig_minors
 from gpuslice.discovery.nvml.fabric import fabric_info
 from gpuslice.discovery.nvml.health import NvmlHealthSource, NvmlProbe
 from gpuslice.discovery.nvml.library import (
@@ -138,7 +132,7 @@ class NvmlBackend(Backend):
         minors = load_mig_minors(self.driver_root)
         gpus = tuple(self._gpu(index, minors) for index in range(self._system("nvmlDeviceGetCount")))
         if any(g.mig_instances for g in gpus) and not minors.from_file:
-            self._warn("proc/driver/nvidia-caps/mig-minors not found under the driver root; assumed standard minors")
+            self._warn(f"{MIG_MINORS_FILE} not found under the driver root; assumed standard minors")
         return Node(
             name=self.node_name,
             gpus=gpus,
