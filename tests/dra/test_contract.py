@@ -185,8 +185,10 @@ def test_the_dra_process_releases_its_backend_on_exit(node: DraNode, workdir: Pa
     backend = ClosingBackend(load_node_spec(str(node.root / "node.yaml")))
     setup = dataclasses.replace(node.setup, backend=backend)
     settings = dataclasses.replace(node.settings, registry_dir=workdir / "reg", plugins_dir=workdir / "plugins")
-    with DraApp(setup, settings, node.api):
-        assert backend.closed == 0
+    app = DraApp(setup, settings, node.api)
+    app.start()
+    assert backend.closed == 0
+    app.stop()
     assert backend.closed == 1
 
 

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable, Sequence
-from types import TracebackType
-from typing import Self
+from typing import Unpack
 
-from gpuslice.discovery import MigControl, TimeSliceControl
 from gpuslice.dra.api import ResourceApi
 from gpuslice.dra.devices import DraDevice
-from gpuslice.dra.driver import GpuDriver
+from gpuslice.dra.driver import GpuDriver, HardwareControls
 from gpuslice.dra.kubelet_plugin import KubeletPlugin
 from gpuslice.dra.prepare import PrepareParts, Preparer
 from gpuslice.dra.publish import SliceController
 from gpuslice.dra.settings import DraSettings
 from gpuslice.dra.setup import DraSetup
 from gpuslice.dra.slices import PoolSpec
-from gpuslice.mps import MpsControl
 from gpuslice.sharing import HealthStore
 from gpuslice.signal_loop import run_until_signalled
 
@@ -28,24 +25,17 @@ class DraApp:
     """The DRA plugin process: a GpuDriver (set-up, prepare, unprepare) served by a KubeletPlugin.
 
     `start()` resumes the driver (claims an earlier process left), then the plumbing serves, publishes
-    and registers; `stop()` undoes it in reverse. `mig`, `mps_control` and `timeslice` replace what the
-    backend and the flags would give (tests, the demo).
+    and registers; `stop()` undoes it in reverse. `controls` (`mig`, `mps_control`, `timeslice`) replace
+    what the backend and the flags would give (tests, the demo).
     """
 
     def __init__(
-        self,
-        setup: DraSetup,
-        settings: DraSettings,
-        api: ResourceApi,
-        *,
-        mig: MigControl | None = None,
-        mps_control: MpsControl | None = None,
-        timeslice: TimeSliceControl | None = None,
+        self, setup: DraSetup, settings: DraSettings, api: ResourceApi, **controls: Unpack[HardwareControls]
     ) -> None:
         self.setup = setup
         self.settings = settings
         self.api = api
-        self.driver = GpuDriver(setup, settings, api, mig=mig, mps_control=mps_control, timeslice=timeslice)
+        self.driver = GpuDriver(setup, settings, api, **controls)
         self.plugin = KubeletPlugin(settings, api, self.driver, setup.node.name, setup.devices, self.driver.health)
 
     # What tests and the demo look at ---------------------------------------------------------------
@@ -91,12 +81,3 @@ class DraApp:
     def run_until_signalled(self, ready: Callable[[], None] | None = None) -> signal.Signals:
         """Start, wait for SIGTERM or SIGINT, stop. Must run on the main thread."""
         return run_until_signalled(self, ready, stop_signals=DRA_STOP_SIGNALS)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()

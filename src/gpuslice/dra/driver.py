@@ -6,6 +6,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from gpuslice.allocation.cdi import present_control_nodes
 from gpuslice.allocation.cdi_driver import driver_edits
@@ -29,6 +30,14 @@ from gpuslice.sharing import HealthStore
 log = logging.getLogger("gpuslice.dra")
 
 
+class HardwareControls(TypedDict, total=False):
+    """What replaces the backend's controls and the MPS control program (tests, the demo)."""
+
+    mig: MigControl
+    mps_control: MpsControl
+    timeslice: TimeSliceControl
+
+
 class GpuDriver:
     """The node's GPUs as a ClaimDriver (dra.contract): its Preparer over what the backend can do.
 
@@ -39,14 +48,7 @@ class GpuDriver:
     """
 
     def __init__(
-        self,
-        setup: DraSetup,
-        settings: DraSettings,
-        api: ResourceApi,
-        *,
-        mig: MigControl | None = None,
-        mps_control: MpsControl | None = None,
-        timeslice: TimeSliceControl | None = None,
+        self, setup: DraSetup, settings: DraSettings, api: ResourceApi, **given: Unpack[HardwareControls]
     ) -> None:
         self.setup = setup
         self.health = HealthStore(setup.node)
@@ -59,9 +61,10 @@ class GpuDriver:
         )
         self._by_name = {device.name: device for device in setup.devices}
         mps_root = settings.mps_root or (Path(setup.config.flags.mps_root) if setup.config.flags.mps_root else None)
-        mps = (
-            ClaimMpsDaemons(mps_root, mps_control or CommandControl(settings.mps_control_command)) if mps_root else None
-        )
+        mps = None
+        if mps_root:
+            control = given["mps_control"] if "mps_control" in given else CommandControl(settings.mps_control_command)
+            mps = ClaimMpsDaemons(mps_root, control)
         cdi = CdiSettings.from_config(setup.config)
         files = discover_driver_files(cdi.driver.container_driver_root, setup.node.driver_version or None)
         for note in files.notes:
@@ -77,9 +80,9 @@ class GpuDriver:
             control_nodes=present_control_nodes(
                 (lambda _path: True) if setup.backend.assumes_device_nodes() else os.path.exists
             ),
-            mig=mig if mig is not None else setup.backend.mig_control(setup.node),
+            mig=given["mig"] if "mig" in given else setup.backend.mig_control(setup.node),
             mps=mps,
-            timeslice=timeslice if timeslice is not None else setup.backend.timeslice_control(),
+            timeslice=given["timeslice"] if "timeslice" in given else setup.backend.timeslice_control(),
         )
         self.preparer = Preparer(
             settings.driver,
