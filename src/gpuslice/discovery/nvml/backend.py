@@ -13,7 +13,7 @@ from typing import Any, TypedDict
 
 from gpuslice.discovery.backend import Backend
 from gpuslice.discovery.capabilities import HealthSource, MigControl, Prober, TimeSliceControl
-from gpuslice.discovery.hostpath import normalize_bus_id, read_machine_type, read_numa_node, read_pci_class
+from gpuslice.discovery.hostpath import normalize_bus_id, read_dmi_machine_type, read_numa_node, read_pci_class
 from gpuslice.discovery.mig_minors import MIG_MINORS_FILE, MigMinors, load_mig_minors
 from gpuslice.discovery.nvml.fabric import fabric_info
 from gpuslice.discovery.nvml.health import NvmlHealthSource, NvmlProbe
@@ -138,7 +138,7 @@ class NvmlBackend(Backend):
             gpus=gpus,
             driver_version=_text(self._system("nvmlSystemGetDriverVersion")),
             cuda_driver_version=cuda_version_text(self._system("nvmlSystemGetCudaDriverVersion")),
-            machine_type=read_machine_type(self.driver_root),
+            machine_type=read_dmi_machine_type(self.driver_root),
             extra={"backend": self.name},
         )
 
