@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 
 import click
 
+from gpuslice.cli.executor_option import executor_option, open_executor
+from gpuslice.executors import ExecutorSpec
 from gpuslice.fgd.policies import OUR_POLICIES, PAPER_POLICIES
 from gpuslice.fgd.protocol import DEFAULT_RATIO
 from gpuslice.fgd.trace import OpenbTraceError, list_workloads, resolve_trace_dir
@@ -54,7 +56,7 @@ def _sweep_options(default_policies: str) -> Callable[[F], F]:
         ]
         for option in reversed(options):
             function = option(function)
-        return function
+        return executor_option(function)
 
     return decorate
 
@@ -67,6 +69,7 @@ def _run(
     ratio: float,
     jobs: int,
     trace_dir: Path | None,
+    executor: ExecutorSpec,
 ) -> list[Any]:
     from gpuslice.fgd.policies import FACTORIES
     from gpuslice.fgd.policies.loader import register_openb_policy
@@ -78,15 +81,18 @@ def _run(
         chosen_policies += [name for name in users if name not in chosen_policies]
         folder = resolve_trace_dir(trace_dir)
         names = list_workloads(folder) if workloads == "all" else [w.strip() for w in workloads.split(",") if w.strip()]
-        return run_sweep(
-            names,
-            chosen_policies,
-            chosen_seeds,
-            ratio=ratio,
-            trace_dir=folder,
-            jobs=jobs,
-            progress=lambda record: click.echo(progress_line(record), err=True),
-        )
+        with open_executor(executor, jobs) as pool:
+            return run_sweep(
+                names,
+                chosen_policies,
+                chosen_seeds,
+                ratio=ratio,
+                trace_dir=folder,
+                jobs=jobs,
+                progress=lambda record: click.echo(progress_line(record), err=True),
+                executor=pool,
+                policy_refs=policy_refs,
+            )
     except OpenbTraceError as error:  # bad input files: exit 2, as every front end does for bad input
         raise click.BadParameter(str(error), param_hint="--trace-dir") from None
     except ValueError as error:
@@ -118,12 +124,13 @@ def openb(
     ratio: float,
     jobs: int,
     trace_dir: Path | None,
+    executor: ExecutorSpec,
     json_path: str | None,
     out_dir: Path | None,
 ) -> None:
     """Run the FGD paper's inflation protocol and report unallocated GPUs by policy and seed."""
     started = time.perf_counter()
-    records = _run(workloads, policies, policy_refs, seeds, ratio, jobs, trace_dir)
+    records = _run(workloads, policies, policy_refs, seeds, ratio, jobs, trace_dir, executor)
     if json_path == "-":
         json.dump(records, sys.stdout)
         sys.stdout.write("\n")
@@ -166,6 +173,7 @@ def openb_report(
     ratio: float,
     jobs: int,
     trace_dir: Path | None,
+    executor: ExecutorSpec,
     json_path: Path | None,
     plot_path: Path | None,
 ) -> None:
@@ -184,7 +192,7 @@ def openb_report(
                 f"{json_path} holds no records (expected the list written by `sim openb --json`)"
             )
     else:
-        records = _run(workloads, policies, policy_refs, seeds, ratio, jobs, trace_dir)
+        records = _run(workloads, policies, policy_refs, seeds, ratio, jobs, trace_dir, executor)
     console = Console()
     if not console.is_terminal:  # files and pipes get the whole table, not an 80-column squeeze
         console = Console(width=220)

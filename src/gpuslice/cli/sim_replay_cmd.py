@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from gpuslice.cli.executor_option import executor_option, open_executor
+from gpuslice.executors import ExecutorSpec
 from gpuslice.fgd.policies import FACTORIES, PAPER_POLICIES
 
 MAX_WORKLOADS = 64
@@ -33,6 +35,8 @@ MAX_WORKLOADS = 64
     help="Replay on this seeded fraction of the nodes.",
 )
 @click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Processes.")
+@executor_option
 @click.option("--json", "json_path", metavar="FILE|-", default=None, help="One record per (workload, policy).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option("--markdown", is_flag=True, help="Print the table as GitHub markdown.")
@@ -45,6 +49,8 @@ def openb_replay(
     compress: float,
     node_fraction: float,
     trace_dir: Path | None,
+    jobs: int,
+    executor: ExecutorSpec,
     json_path: str | None,
     plot_path: Path | None,
     markdown: bool,
@@ -53,12 +59,11 @@ def openb_replay(
     """Replay openb in time: arrivals at creation_time, departures after the traced run time, a FIFO queue."""
     from rich.console import Console
 
-    from gpuslice.fgd.engine import Workload
     from gpuslice.fgd.policies.loader import register_openb_policy
-    from gpuslice.fgd.replay import load_pod_times, replay
+    from gpuslice.fgd.replay import ReplayResult, load_pod_times
     from gpuslice.fgd.replay_report import plot_replay, replay_markdown, replay_table, write_replay_outputs
-    from gpuslice.fgd.sweep import parse_policies
-    from gpuslice.fgd.trace import OpenbTraceError, load_trace, resolve_trace_dir
+    from gpuslice.fgd.sweep import ReplayJob, execute, parse_policies, run_replay_job, workload
+    from gpuslice.fgd.trace import OpenbTraceError, resolve_trace_dir
 
     names = [name.strip() for name in workloads.split(",") if name.strip()]
     if not names or len(names) > MAX_WORKLOADS:
@@ -68,14 +73,19 @@ def openb_replay(
         chosen = parse_policies(policies)
         chosen += [name for name in users if name not in chosen]
         folder = resolve_trace_dir(trace_dir)
-        results = []
         for name in names:
-            workload = Workload.from_trace(load_trace(name, folder))
-            times = load_pod_times(workload)
-            for policy in chosen:
-                result = replay(workload, policy, seed, times, compress, node_fraction)
-                click.echo(f"{name:<12} {policy:<12} {result.seconds:5.1f} s", err=True)
-                results.append(result)
+            load_pod_times(workload(name, folder))  # a bad file fails here, before any run or worker starts
+        todo = [
+            ReplayJob(name, policy, seed, compress, node_fraction, folder, policy_refs)
+            for name in names
+            for policy in chosen
+        ]
+
+        def done(result: ReplayResult) -> None:
+            click.echo(f"{result.workload:<12} {result.policy:<12} {result.seconds:5.1f} s", err=True)
+
+        with open_executor(executor, jobs) as pool:
+            results = execute(run_replay_job, todo, range(len(todo)), jobs, pool, done)
     except (OpenbTraceError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     title = (
