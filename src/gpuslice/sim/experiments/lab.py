@@ -144,6 +144,8 @@ def utilization_band(trace: Trace, result: SimResult, penalty: float) -> Band | 
     span = max(submits) - min(submits)
     work = sum(job.gpus * job.duration for job in jobs)
     shortest_window = max(span, max(job.submit + job.duration for job in jobs) - min(submits))
+    if shortest_window <= 0:
+        return "every job arrives at once and takes no time: no window"
     high = min(1.0, work / (trace.cluster.total_gpus * shortest_window))
     longest = max(job.duration for job in jobs) * (1 + penalty)
     max_wait = float(result.waits.max()) if len(result.waits) else 0.0
