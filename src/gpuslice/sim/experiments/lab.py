@@ -15,9 +15,9 @@ waited at most the longest wait, ran at most its longest stretched duration), so
 W / (C (A_all + (1 + p) d_max + w_max)) <= goodput. From above the window is at least E = max_j (submit_j +
 d_j) - the first admitted submit (every job runs at least its own duration after its submit) and at least A,
 so goodput <= min(1, W / (C max(A, E))): a bound below 100 % even on a bursty trace, where rho is far above
-it (all jobs at one instant: A = 0), so a goodput too high for the work offered fails. It needs the plain engine's physics: on a trace
-with extension physics (checkpoints, NVLink slowdowns) or sharing tiers it is skipped, and a run in which an
-admitted job never completed fails it.
+it (all jobs at one instant: A = 0), so a goodput too high for the work offered fails. It needs the plain
+engine's physics: on a trace with extension physics (checkpoints, NVLink slowdowns) or sharing tiers it is
+skipped, and a run in which an admitted job never completed fails it.
 """
 
 from __future__ import annotations
