@@ -30,7 +30,7 @@ def folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run(folder: Path, out: Path, ratio: str, policies: str = "bestfit") -> None:
+def run(folder: Path, out: Path, ratio: str, policies: str = "best-fit") -> None:
     result = CliRunner().invoke(
         cli, ["sim", "openb", "--workload", "two", "--policies", policies, "--seeds", "1,2", "--ratio", ratio,
               "--trace-dir", str(folder), "--out", str(out)],
@@ -60,7 +60,7 @@ def test_every_pod_is_placed_when_demand_equals_capacity(folder: Path, tmp_path:
     assert [(r["seed"], r["pods"], r["failed_pods"]) for r in summary] == [(1, 3, 0), (2, 3, 0)]
 
 
-@pytest.mark.parametrize("policy", ["bestfit", "fgd", "random"])
+@pytest.mark.parametrize("policy", ["best-fit", "fgd", "random"])
 def test_an_inflated_run_accounts_for_every_pod_and_never_overfills(folder: Path, tmp_path: Path, policy: str) -> None:
     run(folder, tmp_path / "o", "1.5", policy)
     pods = read(tmp_path / "o" / "pods.csv")

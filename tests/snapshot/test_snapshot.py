@@ -177,7 +177,10 @@ def test_the_command_prints_json_a_table_and_writes_an_openb_folder(
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["--policies", "nope"], "unknown policy 'nope' (known: first-fit, best-fit, random"),
+        (
+            ["--policies", "nope"],
+            "unknown policy 'nope' (known: first-fit, random, dotprod, clustering, packing, best-fit, fgd",
+        ),
         (["--policies", ","], "no policy given"),
         (["--timeout", "0"], "--timeout"),
     ],

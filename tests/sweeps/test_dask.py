@@ -51,14 +51,14 @@ def _without_timing(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_openb_on_dask_equals_one_process(small_openb: Path, dask_pool: Executor) -> None:
     arguments: dict[str, Any] = {"ratio": 1.3, "trace_dir": small_openb}
-    local = run_sweep(["small"], ["bestfit", "fgd", "random"], [42, 43, 44], jobs=1, **arguments)
-    on_dask = run_sweep(["small"], ["bestfit", "fgd", "random"], [42, 43, 44], executor=dask_pool, **arguments)
+    local = run_sweep(["small"], ["best-fit", "fgd", "random"], [42, 43, 44], jobs=1, **arguments)
+    on_dask = run_sweep(["small"], ["best-fit", "fgd", "random"], [42, 43, 44], executor=dask_pool, **arguments)
     assert len(local) == 9
     assert _without_timing(on_dask) == _without_timing(local)
 
 
 def test_openb_replay_on_dask_equals_one_process(small_openb: Path, dask_pool: Executor) -> None:
-    todo = [ReplayJob("small", policy, 7, 2.0, 1.0, small_openb) for policy in ("bestfit", "fgd")]
+    todo = [ReplayJob("small", policy, 7, 2.0, 1.0, small_openb) for policy in ("best-fit", "fgd")]
     local = execute(run_replay_job, todo, range(len(todo)), 1, None, None)
     on_dask = execute(run_replay_job, todo, range(len(todo)), 1, dask_pool, None)
     assert _without_timing([r.record() for r in on_dask]) == _without_timing([r.record() for r in local])
@@ -82,7 +82,7 @@ def test_the_command_runs_openb_on_a_dask_cluster(small_openb: Path) -> None:
         "--workload",
         "small",
         "--policies",
-        "bestfit",
+        "best-fit",
         "--seeds",
         "1,2",
     ]

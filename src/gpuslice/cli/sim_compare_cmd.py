@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
+from gpuslice.cli.console import table_console
 from gpuslice.cli.executor_option import executor_option, local_pool, open_executor
+from gpuslice.cli.policy_catalogue import policies_elsewhere
 from gpuslice.cli.sim_options import load_trace_option, policy_names, resolve_seeds, write_out_dir
 from gpuslice.executors import ExecutorSpec
 from gpuslice.sim.core.engine import SimConfig
@@ -115,11 +117,10 @@ def compare(
         try:
             check_variant(name, trace)
         except SimModelError as exc:
-            raise click.BadParameter(str(exc), param_hint="--policies") from exc
+            note = f" ({policies_elsewhere('compare')})" if str(exc).startswith("unknown policy") else ""
+            raise click.BadParameter(f"{exc}{note}", param_hint="--policies") from exc
     # Keep stdout clean for JSON when it goes there: the table then goes to stderr.
-    console = Console(stderr=json_target == "-")
-    if not console.is_terminal:
-        console.width = max(console.width, 160)  # logs and pipes: do not fold the table
+    console = table_console(stderr=json_target == "-")
     status = Console(stderr=True)
     if executor.is_dask or (jobs > 1 and len(seeds) > 1):  # seeds on workers: no per-job progress comes back
         with open_executor(executor, jobs) as dask_pool, local_pool(jobs, dask_pool) as pool:

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from gpuslice.cli.console import table_console
 from gpuslice.cli.sim_options import load_trace_option, write_out_dir
 from gpuslice.sim.core.engine import SimConfig
 from gpuslice.sim.core.model import SimModelError
@@ -44,9 +45,7 @@ from gpuslice.sim.traces import TRACES
 def lab(trace_ref: str, seed: int, cross_island_penalty: float, markdown: bool, out_dir: str | None) -> None:
     """Run the lab: the comparison table, then every built-in check as PASS/FAIL; exit 1 if one fails."""
     trace = load_trace_option(trace_ref, seed)
-    console = Console()
-    if not console.is_terminal:
-        console.width = max(console.width, 160)
+    console = table_console()
     status = Console(stderr=True)
     try:
         with progress_bar(status, len(trace.jobs), 4) as progress:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
+from gpuslice.cli.console import table_console
 from gpuslice.cli.executor_option import executor_option, open_executor
+from gpuslice.cli.openb_options import check_policies, check_trace_dir, check_workloads
 from gpuslice.executors import ExecutorSpec
-from gpuslice.fgd.policies import FACTORIES, PAPER_POLICIES
-
-MAX_WORKLOADS = 64
+from gpuslice.fgd.policies import PAPER_POLICIES
 
 
 @click.command("openb-replay")
@@ -57,24 +57,21 @@ def openb_replay(
     out_dir: str | None,
 ) -> None:
     """Replay openb in time: arrivals at creation_time, departures after the traced run time, a FIFO queue."""
-    from rich.console import Console
 
-    from gpuslice.fgd.policies.loader import register_openb_policy
     from gpuslice.fgd.replay import ReplayResult, load_pod_times
     from gpuslice.fgd.replay_report import plot_replay, replay_markdown, replay_table, write_replay_outputs
-    from gpuslice.fgd.sweep import ReplayJob, execute, parse_policies, run_replay_job, workload
-    from gpuslice.fgd.trace import OpenbTraceError, resolve_trace_dir
+    from gpuslice.fgd.sweep import ReplayJob, execute, run_replay_job, workload
+    from gpuslice.fgd.trace import OpenbTraceError
 
-    names = [name.strip() for name in workloads.split(",") if name.strip()]
-    if not names or len(names) > MAX_WORKLOADS:
-        raise click.BadParameter(f"give 1 to {MAX_WORKLOADS} workloads", param_hint="--workload")
+    chosen = check_policies(policies, policy_refs)
+    folder = check_trace_dir(trace_dir)
+    names = check_workloads(workloads, folder, allow_all=False)
     try:
-        users = [register_openb_policy(reference, FACTORIES) for reference in policy_refs]
-        chosen = parse_policies(policies)
-        chosen += [name for name in users if name not in chosen]
-        folder = resolve_trace_dir(trace_dir)
         for name in names:
             load_pod_times(workload(name, folder))  # a bad file fails here, before any run or worker starts
+    except OpenbTraceError as error:
+        raise click.BadParameter(str(error), param_hint="--trace-dir") from None
+    try:
         todo = [
             ReplayJob(name, policy, seed, compress, node_fraction, folder, policy_refs)
             for name in names
@@ -86,14 +83,12 @@ def openb_replay(
 
         with open_executor(executor, jobs) as pool:
             results = execute(run_replay_job, todo, range(len(todo)), jobs, pool, done)
-    except (OpenbTraceError, ValueError) as error:
+    except ValueError as error:
         raise click.ClickException(str(error)) from None
     title = (
         f"openb replayed in real time: arrivals compressed {compress:g}x, {node_fraction:g} of the nodes, seed {seed}"
     )
-    console = Console(stderr=json_path == "-")
-    if not console.is_terminal:
-        console.width = max(console.width, 200)
+    console = table_console(stderr=json_path == "-")
     if markdown:
         console.print(replay_markdown(results, title), markup=False, highlight=False, soft_wrap=True)
     else:

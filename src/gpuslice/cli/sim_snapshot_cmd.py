@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from gpuslice.cli.policy_catalogue import policies_elsewhere
 from gpuslice.snapshot.build import build_snapshot
 from gpuslice.snapshot.kube import LightkubeReader, build_client
 from gpuslice.snapshot.outputs import write_snapshot_outputs
@@ -62,7 +63,7 @@ def snapshot(
     try:
         names = [canonical(name.strip()) for name in policies.split(",") if name.strip()]
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--policies") from None
+        raise click.BadParameter(f"{exc} ({policies_elsewhere('snapshot')})", param_hint="--policies") from None
     if not names:
         raise click.BadParameter("no policy given", param_hint="--policies")
     try:

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from gpuslice.executors import run_all
 from gpuslice.fgd.engine import Workload, simulate
 from gpuslice.fgd.metrics import record_of, seed_stat
-from gpuslice.fgd.policies import FACTORIES
+from gpuslice.fgd.policies import FACTORIES, canonical_openb_policy
 from gpuslice.fgd.protocol import DEFAULT_RATIO
 from gpuslice.fgd.replay import PodTimes, ReplayResult, load_pod_times, replay
 from gpuslice.fgd.trace import load_trace, resolve_trace_dir
@@ -50,7 +50,9 @@ def parse_names(text: str, known: Sequence[str], what: str) -> list[str]:
 
 
 def parse_policies(text: str) -> list[str]:
-    return parse_names(text, list(FACTORIES), "policies")
+    """Policy names in their one spelling (`bestfit` is read as `best-fit`)."""
+    names = ",".join(canonical_openb_policy(name.strip()) for name in text.split(","))
+    return parse_names(names, list(FACTORIES), "policies")
 
 
 def workload(name: str, trace_dir: Path) -> Workload:

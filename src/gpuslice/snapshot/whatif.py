@@ -10,7 +10,7 @@ import numpy as np
 
 from gpuslice.fgd.engine import Workload
 from gpuslice.fgd.frag import TaskArrays
-from gpuslice.fgd.policies import FACTORIES, OpenbPolicy, Placement, PolicyContext, make_policy
+from gpuslice.fgd.policies import FACTORIES, OPENB_POLICY_ALIASES, OpenbPolicy, Placement, PolicyContext, make_policy
 from gpuslice.fgd.policies.base import best_fit_gpu, best_fit_gpus, first_true
 from gpuslice.fgd.shapes import Shape, TypicalTasks, build_shapes, typical_tasks
 from gpuslice.fgd.state import OpenbCluster
@@ -20,9 +20,8 @@ from gpuslice.snapshot.model import Snapshot
 
 CURRENT = "current"
 FIRST_FIT = "first-fit"
-# One spelling per policy, the event simulator's (best-fit, first-fit); openb's own name is accepted too.
-OPENB_NAME = {"best-fit": "bestfit"}
-ACCEPTED = {"bestfit": "best-fit", "firstfit": FIRST_FIT}
+# One spelling per policy across the simulators; the old spellings are accepted.
+ACCEPTED = {**OPENB_POLICY_ALIASES, "firstfit": FIRST_FIT}
 SNAPSHOT_POLICIES = (FIRST_FIT, "best-fit", "dotprod", "packing", "clustering", "fgd", "fgd-cpu")
 
 
@@ -48,8 +47,7 @@ class FirstFitPolicy:
 
 def policy_names() -> tuple[str, ...]:
     """Every name `--policies` takes, in its one spelling."""
-    openb = [name for name in FACTORIES if name not in ACCEPTED]
-    return (FIRST_FIT, "best-fit", *openb)
+    return (FIRST_FIT, *FACTORIES)
 
 
 def canonical(name: str) -> str:
@@ -63,7 +61,7 @@ def canonical(name: str) -> str:
 def _make(name: str, context: PolicyContext) -> OpenbPolicy:
     if name == FIRST_FIT:
         return FirstFitPolicy(context)
-    return make_policy(OPENB_NAME.get(name, name), context)
+    return make_policy(name, context)
 
 
 @dataclass(frozen=True)
