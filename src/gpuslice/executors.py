@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-T = TypeVar("T")
-R = TypeVar("R")
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
 LOCAL, DASK = "local", "dask"
 _ADDRESS = re.compile(r"dask://([A-Za-z0-9.\-\[\]:]{1,255}):([0-9]{1,5})")
 DASK_CONNECT_TIMEOUT_S = 30
@@ -79,11 +79,11 @@ def dask_executor(spec: ExecutorSpec, workers: int, processes: bool = True) -> I
 
 def run_all(
     executor: Executor,
-    function: Callable[[T], R],
-    items: Sequence[T],
+    function: Callable[[_Item], _Result],
+    items: Sequence[_Item],
     first: Sequence[int] | None = None,
-    done: Callable[[R], None] | None = None,
-) -> list[R]:
+    done: Callable[[_Result], None] | None = None,
+) -> list[_Result]:
     """function(item) for every item on `executor`, submitted in the order `first` gives (default: as
     given), each result handed to `done` as it is collected in that order; the results in item order."""
     ranked = list(first) if first is not None else list(range(len(items)))

@@ -11,7 +11,7 @@ import click
 
 from gpuslice.executors import LOCAL, ExecutorError, ExecutorSpec, dask_executor, parse_executor
 
-F = TypeVar("F", bound=Callable[..., Any])
+_Command = TypeVar("_Command", bound=Callable[..., Any])
 
 
 def _parse(ctx: click.Context, param: click.Parameter, value: str) -> ExecutorSpec:
@@ -21,7 +21,7 @@ def _parse(ctx: click.Context, param: click.Parameter, value: str) -> ExecutorSp
         raise click.BadParameter(str(exc)) from None
 
 
-def executor_option(function: F) -> F:
+def executor_option(function: _Command) -> _Command:
     return click.option(
         "--executor",
         "executor",

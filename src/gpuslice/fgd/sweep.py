@@ -18,8 +18,8 @@ from gpuslice.fgd.trace import load_trace, resolve_trace_dir
 
 _WORKLOADS: dict[tuple[str, str], Workload] = {}
 _TIMES: dict[tuple[str, str], PodTimes] = {}
-T = TypeVar("T")
-R = TypeVar("R")
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -103,13 +103,13 @@ def run_sweep(
 
 
 def execute(
-    function: Callable[[T], R],
-    todo: Sequence[T],
+    function: Callable[[_Item], _Result],
+    todo: Sequence[_Item],
     ranked: Sequence[int],
     jobs: int,
     executor: Executor | None,
-    progress: Callable[[R], None] | None,
-) -> list[R]:
+    progress: Callable[[_Result], None] | None,
+) -> list[_Result]:
     """function over todo: on `executor` when given, else in this process (jobs 1) or a forked pool of `jobs`
     processes (workers inherit the loaded traces); results in todo order, progress in `ranked` order."""
     if executor is not None:
