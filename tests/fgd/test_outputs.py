@@ -49,7 +49,7 @@ def test_every_pod_is_placed_when_demand_equals_capacity(folder: Path, tmp_path:
     for seed in ("1", "2"):
         mine = [row for row in pods if row["seed"] == seed]
         assert sorted(row["pod"] for row in mine) == ["pod-a", "pod-b", "pod-c"]
-        assert [row["arrival"] for row in mine] == ["1", "2", "3"]
+        assert [row["arrival_index"] for row in mine] == ["1", "2", "3"]
         assert {row["status"] for row in mine} == {"placed"} and {row["clone"] for row in mine} == {"false"}
         assert (mine[-1]["arrived_gpus"], mine[-1]["allocated_gpus"]) == ("2", "2")
         by_pod = {row["pod"]: row for row in mine}
@@ -67,7 +67,7 @@ def test_an_inflated_run_accounts_for_every_pod_and_never_overfills(folder: Path
     summary = {r["seed"]: r for r in json.loads((tmp_path / "o" / "summary.json").read_text())}
     for seed, record in summary.items():
         mine = [row for row in pods if row["seed"] == str(seed)]
-        assert [int(row["arrival"]) for row in mine] == list(range(1, record["pods"] + 1))
+        assert [int(row["arrival_index"]) for row in mine] == list(range(1, record["pods"] + 1))
         assert sum(row["status"] == "failed" for row in mine) == record["failed_pods"] > 0
         assert sum(row["clone"] == "true" for row in mine) == record["clones"]
         assert all((row["node"] == "") == (row["status"] == "failed") for row in mine)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from concurrent.futures import Executor
 from pathlib import Path
@@ -23,26 +22,6 @@ pytest.importorskip("dask.distributed")
 def dask_pool() -> Iterator[Executor]:
     with dask_executor(ExecutorSpec("dask"), workers=2, processes=False) as executor:
         yield executor
-
-
-@pytest.fixture(scope="module")
-def small_openb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Four nodes and 40 pods in the openb format, with the replay's time columns."""
-    folder = tmp_path_factory.mktemp("openb")
-    nodes = ["sn,cpu_milli,memory_mib,gpu,model"]
-    nodes += [
-        f"node-{i},32000,262144,{gpus},{model}"
-        for i, (gpus, model) in enumerate([(8, "V100"), (4, "T4"), (2, "T4"), (0, "")])
-    ]
-    (folder / "openb_node_list_gpu_node.csv").write_text("\n".join(nodes) + "\n")
-    rng = random.Random(5)
-    pods = ["name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,creation_time,deletion_time,scheduled_time"]
-    for i in range(40):
-        count, milli = rng.choice([(1, 1000), (1, 500), (1, 250), (2, 1000), (0, 0)])
-        start, cpu = rng.randrange(0, 1000), rng.choice([1000, 4000])
-        pods.append(f"pod-{i:03d},{cpu},4096,{count},{milli},,{start},{start + rng.randrange(10, 500)},{start + 1}")
-    (folder / "openb_pod_list_small.csv").write_text("\n".join(pods) + "\n")
-    return folder
 
 
 def _without_timing(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

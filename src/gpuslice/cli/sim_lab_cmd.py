@@ -10,6 +10,7 @@ from rich.console import Console
 
 from gpuslice.cli.console import table_console
 from gpuslice.cli.sim_options import load_trace_option, write_out_dir
+from gpuslice.fsutil.atomic import atomic_write_text
 from gpuslice.sim.core.engine import SimConfig
 from gpuslice.sim.core.model import SimModelError
 from gpuslice.sim.experiments.lab import DEFAULT_WORKLOAD, check_lines, run_lab
@@ -67,6 +68,6 @@ def lab(trace_ref: str, seed: int, cross_island_penalty: float, markdown: bool, 
         checks = [
             {"claim": check.claim, "verdict": check.verdict.value, "figures": check.figures} for check in result.checks
         ]
-        (Path(out_dir) / "checks.json").write_text(json.dumps(checks, indent=2) + "\n")
+        atomic_write_text(Path(out_dir) / "checks.json", json.dumps(checks, indent=2) + "\n")
     if failed:
         raise SystemExit(1)

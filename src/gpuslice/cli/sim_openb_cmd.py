@@ -18,6 +18,7 @@ from gpuslice.executors import ExecutorSpec
 from gpuslice.fgd.policies import OUR_POLICIES, PAPER_POLICIES
 from gpuslice.fgd.protocol import DEFAULT_RATIO
 from gpuslice.fgd.trace import OpenbTraceError, resolve_trace_dir
+from gpuslice.fsutil.atomic import atomic_write_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -137,9 +138,7 @@ def openb(
         json.dump(records, sys.stdout)
         sys.stdout.write("\n")
     elif json_path:
-        target = Path(json_path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(records) + "\n")
+        atomic_write_text(json_path, json.dumps(records) + "\n")
     if out_dir is not None:
         from gpuslice.fgd.outputs import write_openb_outputs
 

@@ -12,6 +12,7 @@ from gpuslice.cli.executor_option import executor_option, open_executor
 from gpuslice.cli.openb_options import check_policies, check_trace_dir, check_workloads
 from gpuslice.executors import ExecutorSpec
 from gpuslice.fgd.policies import PAPER_POLICIES
+from gpuslice.fsutil.atomic import atomic_write_text
 
 
 @click.command("openb-replay")
@@ -97,8 +98,7 @@ def openb_replay(
     if json_path == "-":
         click.echo(json.dumps(records))
     elif json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(records, indent=1) + "\n")
+        atomic_write_text(json_path, json.dumps(records, indent=1) + "\n")
     if out_dir:
         written = write_replay_outputs(results, out_dir)
         click.echo(f"wrote {', '.join(path.name for path in written)} to {out_dir}", err=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TextIO
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -18,10 +18,24 @@ def safe_cell(value: Any) -> Any:
     return value
 
 
+class SafeCsvWriter:
+    """csv.writer over `stream` with every cell through safe_cell (`\n` line ends)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._writer = csv.writer(stream, lineterminator="\n")
+
+    def writerow(self, row: Iterable[Any]) -> None:
+        self._writer.writerow([safe_cell(cell) for cell in row])
+
+    def writerows(self, rows: Iterable[Iterable[Any]]) -> None:
+        for row in rows:
+            self.writerow(row)
+
+
 def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """The whole file as text, every cell through safe_cell, `\\n` line ends."""
     stream = io.StringIO()
-    writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow([safe_cell(cell) for cell in header])
-    writer.writerows([safe_cell(cell) for cell in row] for row in rows)
+    writer = SafeCsvWriter(stream)
+    writer.writerow(header)
+    writer.writerows(rows)
     return stream.getvalue()

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from gpuslice.fsutil.atomic import atomic_write_text
 from gpuslice.plotting import figure_file
 from gpuslice.sim.core.metrics import FloatArray, SimResult
 from gpuslice.sim.core.sections import format_duration
@@ -176,7 +177,7 @@ def write_sweep_json(sweep: SeedSweep, target: str, stdout: TextIO | None = None
     if target == "-":
         (stdout or sys.stdout).write(text)
     else:
-        Path(target).write_text(text)
+        atomic_write_text(target, text)
 
 
 def binned_utilization(result: SimResult, bins: int = 400) -> tuple[FloatArray, FloatArray]:
