@@ -16,6 +16,7 @@ from gpuslice.cli.executor_option import executor_option, open_executor
 from gpuslice.cli.openb_options import check_policies, check_trace_dir, check_workloads
 from gpuslice.executors import ExecutorSpec
 from gpuslice.fgd.policies import OUR_POLICIES, PAPER_POLICIES
+from gpuslice.fgd.policies.checked import PolicyFailure
 from gpuslice.fgd.protocol import DEFAULT_RATIO
 from gpuslice.fgd.trace import OpenbTraceError, resolve_trace_dir
 from gpuslice.fsutil.atomic import atomic_write_text
@@ -98,6 +99,8 @@ def _run(
             )
     except OpenbTraceError as error:  # bad input files: exit 2, as every front end does for bad input
         raise click.BadParameter(str(error), param_hint="--trace-dir") from None
+    except PolicyFailure as error:  # a user policy (--policy) raised or answered garbage: its name and what
+        raise click.BadParameter(str(error), param_hint="--policy") from None
     except ValueError as error:
         raise click.ClickException(str(error)) from None
 

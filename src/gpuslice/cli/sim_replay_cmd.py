@@ -12,6 +12,7 @@ from gpuslice.cli.executor_option import executor_option, open_executor
 from gpuslice.cli.openb_options import check_policies, check_trace_dir, check_workloads
 from gpuslice.executors import ExecutorSpec
 from gpuslice.fgd.policies import PAPER_POLICIES
+from gpuslice.fgd.policies.checked import PolicyFailure
 from gpuslice.fsutil.atomic import atomic_write_text
 
 
@@ -84,6 +85,8 @@ def openb_replay(
 
         with open_executor(executor, jobs) as pool:
             results = execute(run_replay_job, todo, range(len(todo)), jobs, pool, done)
+    except PolicyFailure as error:  # a user policy (--policy) raised or answered garbage: its name and what
+        raise click.BadParameter(str(error), param_hint="--policy") from None
     except ValueError as error:
         raise click.ClickException(str(error)) from None
     title = (
