@@ -96,3 +96,62 @@ def test_a_bad_openb_policy_is_one_line(
     assert result.exit_code == 2, result.output
     assert "Invalid value for --policy:" in result.stderr and message in result.stderr, result.stderr
     assert "Traceback" not in result.output
+
+
+SIM_HEAD = "from gpuslice.sim.policies import FirstFit\nfrom gpuslice.sim.core.cluster import Binding\n"
+
+
+def _sim_class(body: str) -> str:
+    return SIM_HEAD + "class Bad(FirstFit):\n    name = 'bad'\n" + body
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("raise RuntimeError('boom')\n", "importing module 'sim_bad' raised RuntimeError: boom"),
+        (
+            _sim_class("    def place(self, pods, job, state):\n        return 1 / 0\n"),
+            "place() raised ZeroDivisionError",
+        ),
+        (
+            _sim_class("    def place(self, pods, job, state):\n        return [Binding(10**6, ())]\n"),
+            "node must be an index",
+        ),
+        (
+            _sim_class(
+                "    def place(self, pods, job, state):\n"
+                "        return [Binding(0, tuple(range(p.gpu_count))) for p in pods]\n"
+            ),
+            "did not change by exactly these bindings",
+        ),
+        (
+            _sim_class("    def place(self, pods, job, state):\n        state.bind(pods[0], 0)\n        return None\n"),
+            "None, but it changed the cluster",
+        ),
+        (
+            _sim_class(
+                "    def place(self, pods, job, state):\n"
+                "        bindings = [Binding(0, tuple(range(p.gpu_count))) for p in pods]\n"
+                "        for pod, binding in zip(pods, bindings):\n"
+                "            state.apply(binding, pod)\n"
+                "        return bindings\n"
+            ),
+            "more GPU, CPU or memory than a node has free",
+        ),
+    ],
+)
+def test_a_bad_compare_policy_is_one_line(user_modules: Path, source: str, message: str) -> None:
+    from gpuslice.sim.policies import POLICIES
+
+    before = dict(POLICIES)
+    (user_modules / "sim_bad.py").write_text(source)
+    try:
+        result = CliRunner().invoke(
+            cli, ["sim", "compare", "--trace", "adversarial", "--policies", "first-fit", "--policy", "sim_bad:Bad"]
+        )
+    finally:
+        POLICIES.clear()
+        POLICIES.update(before)
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for --policy:" in result.stderr and message in result.stderr, result.stderr
+    assert "Traceback" not in result.output

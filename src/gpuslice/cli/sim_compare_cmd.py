@@ -17,6 +17,7 @@ from gpuslice.sim.experiments.seeds import run_seeds
 from gpuslice.sim.experiments.variants import check_variant, default_policies
 from gpuslice.sim.extensions.orders import ORDERS
 from gpuslice.sim.policies import POLICIES
+from gpuslice.sim.policies.checked import SimPolicyFailure
 from gpuslice.sim.report.extension_tables import (
     extension_markdown,
     extension_tables,
@@ -122,12 +123,15 @@ def compare(
     # Keep stdout clean for JSON when it goes there: the table then goes to stderr.
     console = table_console(stderr=json_target == "-")
     status = Console(stderr=True)
-    if executor.is_dask or (jobs > 1 and len(seeds) > 1):  # seeds on workers: no per-job progress comes back
-        with open_executor(executor, jobs) as dask_pool, local_pool(jobs, dask_pool) as pool:
-            sweep = run_seeds(trace_ref, names, seeds, cross_island_penalty, queue_order, None, pool, policy_refs)
-    else:
-        with progress_bar(status, len(trace.jobs) * len(seeds), len(names)) as progress:
-            sweep = run_seeds(trace_ref, names, seeds, cross_island_penalty, queue_order, progress)
+    try:
+        if executor.is_dask or (jobs > 1 and len(seeds) > 1):  # seeds on workers: no per-job progress comes back
+            with open_executor(executor, jobs) as dask_pool, local_pool(jobs, dask_pool) as pool:
+                sweep = run_seeds(trace_ref, names, seeds, cross_island_penalty, queue_order, None, pool, policy_refs)
+        else:
+            with progress_bar(status, len(trace.jobs) * len(seeds), len(names)) as progress:
+                sweep = run_seeds(trace_ref, names, seeds, cross_island_penalty, queue_order, progress)
+    except SimPolicyFailure as exc:  # a user policy (--policy) raised or broke the place() contract
+        raise click.BadParameter(str(exc), param_hint="--policy") from None
     comparison = sweep.first
     if markdown:
         text = sweep_markdown(sweep, by_size) + extension_markdown(comparison)
