@@ -268,11 +268,12 @@ def _mark_deadlock(axes: Axes, result: SimResult, color: str) -> None:
     index = max(int(np.searchsorted(np.asarray(timeline.times), at, side="right")) - 1, 0)
     held = 100 * timeline.held[index] / result.total_gpus if timeline.times else 0.0
     axes.plot([at / 3600], [held], "X", color=color, markersize=12)
+    earlier = len(axes.texts)  # runs that deadlocked at the same moment: their labels stack, not overlap
     axes.annotate(
         f"{result.policy} deadlocked",
         (at / 3600, held),
         textcoords="offset points",
-        xytext=(8, -14),
+        xytext=(8, -14 - 12 * earlier),
         color=color,
         fontsize="small",
     )
