@@ -14,7 +14,7 @@ from typing import Any
 from gpuslice.fgd.policies.base import OpenbPolicy, Placement, PolicyContext
 from gpuslice.fgd.shapes import Shape
 
-MAX_SHOWN = 80  # characters of a bad answer quoted in the error
+_SHOWN = 80  # characters of a bad answer quoted in the error
 
 
 class PolicyFailure(ValueError):
@@ -57,7 +57,7 @@ class CheckedPolicy:
             return None
         problem, placement = self._check(shape, memory, answer)
         if placement is None:
-            shown = repr(answer)[:MAX_SHOWN]
+            shown = repr(answer)[:_SHOWN]
             raise PolicyFailure(f"policy {self.name!r}: place() returned {shown}: {problem}")
         return placement
 

@@ -19,7 +19,7 @@ from gpuslice.sim.core.cluster import Binding, ClusterState
 from gpuslice.sim.core.model import JobSpec, PodSpec
 from gpuslice.sim.core.placement import PlacementPolicy
 
-MAX_SHOWN = 80
+_SHOWN = 80
 
 
 class SimPolicyFailure(ValueError):
@@ -55,7 +55,7 @@ class CheckedSimPolicy:
             raise SimPolicyFailure(f"policy {self.name!r}: place() raised {type(exc).__name__}: {exc}") from None
         problem, bindings = _check(pods, state, before, answer)
         if problem:
-            shown = repr(answer)[:MAX_SHOWN]
+            shown = repr(answer)[:_SHOWN]
             raise SimPolicyFailure(f"policy {self.name!r}: place() returned {shown} for job {job.job_id}: {problem}")
         return bindings
 
