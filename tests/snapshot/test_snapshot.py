@@ -172,6 +172,7 @@ def test_the_command_prints_json_a_table_and_writes_an_openb_folder(
     assert "first-fit" in table.stdout and "fgd-cpu" in table.stdout and "gpu-a" in table.stdout
     trace = load_trace("snapshot", tmp_path / "out")
     assert trace.nodes.total_gpus == 16 and len(trace.pods) == 6
+    assert (tmp_path / "out" / "snapshot-trace.csv").is_file()
 
 
 @pytest.mark.parametrize(
@@ -195,3 +196,32 @@ def test_no_cluster_config_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["sim", "snapshot", "--kubeconfig", str(tmp_path / "missing")])
     assert result.exit_code == 1
     assert result.output.startswith("Error: no Kubernetes API configuration") and "Traceback" not in result.output
+
+
+def test_the_out_folder_holds_a_trace_sim_compare_runs(tmp_path: Path) -> None:
+    from gpuslice.snapshot.compare_trace import compare_trace
+
+    snapshot = build_snapshot(
+        ClusterObjects(
+            nodes=tuple(two_node_cluster()["nodes"]),
+            pods=tuple(two_node_cluster()["pods"]),
+            resource_slices=None,
+            resource_claims=None,
+        )
+    )
+    text, why_not = compare_trace(snapshot, 1800)
+    assert why_not == "" and text is not None
+    assert "# cluster: 2xdgx-h100;cpu=112000;memory=2097152" in text
+    lines = text.splitlines()
+    assert lines[5:7] == ["team-a/p1,0.0,1800,1,3,1000,8192", "team-a/p2,1.0,1800,1,3,1000,8192"]
+    trace = tmp_path / "snapshot-trace.csv"
+    trace.write_text(text)
+    result = CliRunner().invoke(cli, ["sim", "compare", "--trace", str(trace), "--policies", "best-fit", "--json", "-"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["results"][0]["jobs_completed"] == 6
+    # a node no preset describes: no trace, and why
+    odd = build_snapshot(
+        ClusterObjects((gpu_node("l4", gpus=2, labels={"nvidia.com/gpu.product": "NVIDIA-L4"}),), (), None, None)
+    )
+    text, why_not = compare_trace(odd, 1800)
+    assert text is None and "no preset for l4 (2x NVIDIA-L4)" in why_not

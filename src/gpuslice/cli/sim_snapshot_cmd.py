@@ -8,6 +8,7 @@ import sys
 import click
 
 from gpuslice.cli.policy_catalogue import policies_elsewhere
+from gpuslice.sim.traces.csv_format import MAX_TRACE_SECONDS
 from gpuslice.snapshot.build import build_snapshot
 from gpuslice.snapshot.kube import LightkubeReader, build_client
 from gpuslice.snapshot.outputs import write_snapshot_outputs
@@ -45,6 +46,13 @@ MAX_POLICIES_TEXT = 4096
     metavar="DIR",
     help="Also write the cluster and pods as an openb trace folder (sim openb --trace-dir DIR --workload snapshot).",
 )
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=1, max=MAX_TRACE_SECONDS),
+    default=3600.0,
+    show_default=True,
+    help="With --out: how long each pod runs in snapshot-trace.csv (the API does not say).",
+)
 def snapshot(
     kubeconfig: str | None,
     context: str | None,
@@ -53,6 +61,7 @@ def snapshot(
     deadline_s: float,
     as_json: bool,
     out_dir: str | None,
+    duration: float,
 ) -> None:
     """Stranded GPUs now, and what first-fit, best-fit, FGD... would strand with the same pods.
 
@@ -77,7 +86,9 @@ def snapshot(
         click.echo("\n".join(text_tables(result)))
     if out_dir:
         try:
-            written = write_snapshot_outputs(result, out_dir)
+            written, why_not = write_snapshot_outputs(result, out_dir, duration)
         except OSError as exc:
             raise click.ClickException(f"cannot write into {out_dir}: {exc.strerror or exc}") from None
         click.echo(f"wrote {', '.join(path.name for path in written)} to {out_dir}", err=True)
+        if why_not:
+            click.echo(f"no trace for sim compare: {why_not}", err=True)
