@@ -14,7 +14,7 @@ from gpuslice.fgd.state import OpenbCluster
 from gpuslice.fgd.sweep import workload
 from gpuslice.fsutil.atomic import atomic_text_writer, atomic_write_text
 from gpuslice.fsutil.csvsafe import SafeCsvWriter
-from gpuslice.gpu.units import MILLI
+from gpuslice.units import MILLI
 
 Record = dict[str, Any]
 PLACEMENT_COLUMNS = (

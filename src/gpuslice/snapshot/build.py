@@ -15,11 +15,11 @@ from gpuslice.discovery.nodespec import MAX_GPUS_PER_NODE
 from gpuslice.dra.names import DEFAULT_DRIVER, NVIDIA_DRIVER
 from gpuslice.dra.quantity import QuantityError
 from gpuslice.gpu.mig import catalogue_for
-from gpuslice.gpu.units import MILLI
 from gpuslice.sharing.bases import GPU_RESOURCE
 from gpuslice.snapshot.model import SnapNode, SnapPod, Snapshot
 from gpuslice.snapshot.quantity import count, mebibytes, milli
 from gpuslice.snapshot.source import ClusterObjects
+from gpuslice.units import MILLI
 
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 PRODUCT_LABEL = "nvidia.com/gpu.product"

@@ -13,8 +13,8 @@ from datetime import datetime
 
 from gpuslice.discovery import PRESETS, parse_node_spec
 from gpuslice.fsutil.csvsafe import csv_text
-from gpuslice.gpu.units import MILLI
 from gpuslice.snapshot.model import SnapNode, Snapshot
+from gpuslice.units import MILLI
 
 TRACE_FILE = "snapshot-trace.csv"
 _FAMILY = re.compile(r"\b([A-Z]{1,2}[0-9]{2,4})\b")  # H100, A100, H200, L40 ... in a product name

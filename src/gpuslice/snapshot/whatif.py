@@ -15,8 +15,8 @@ from gpuslice.fgd.policies.base import best_fit_gpu, best_fit_gpus, first_true
 from gpuslice.fgd.shapes import Shape, TypicalTasks, build_shapes, typical_tasks
 from gpuslice.fgd.state import OpenbCluster
 from gpuslice.fgd.trace import NodeTable, OpenbTrace, PodTable
-from gpuslice.gpu.units import MILLI
 from gpuslice.snapshot.model import Snapshot
+from gpuslice.units import MILLI
 
 CURRENT = "current"
 FIRST_FIT = "first-fit"
