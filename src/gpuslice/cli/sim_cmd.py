@@ -11,6 +11,10 @@ SIM_SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "lab": ("gpuslice.cli.sim_lab_cmd:lab", "The lab's run: the comparison table and the built-in checks, PASS/FAIL."),
     "openb": ("gpuslice.cli.sim_openb_cmd:openb", "Run the FGD paper's protocol on the Alibaba openb trace."),
     "openb-replay": ("gpuslice.cli.sim_replay_cmd:openb_replay", "Replay openb in real time with a FIFO queue."),
+    "snapshot": (
+        "gpuslice.cli.sim_snapshot_cmd:snapshot",
+        "A live cluster's stranded GPUs, now and per packing policy.",
+    ),
     "openb-report": ("gpuslice.cli.sim_openb_cmd:openb_report", "Our openb table beside the published one."),
 }
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 from gpuslice.fsutil.regular import first_entries
 
@@ -63,3 +66,27 @@ def _fsync_directory(directory: Path) -> None:
         os.fsync(handle)  # the rename itself must survive a crash
     finally:
         os.close(handle)
+
+
+@contextmanager
+def atomic_text_writer(path: str | Path, mode: int = 0o644) -> Iterator[TextIO]:
+    """A text stream whose content replaces `path` when the block ends without an error (the streamed
+    counterpart of atomic_write_text, for outputs too large to hold in memory).
+
+    The stream is a new temp file beside the target (created exclusively, so no link is followed); the
+    rename then replaces whatever `path` was, a planted symlink included, instead of writing through it.
+    On an error the temp file is removed and `path` is left as it was."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp_name, mode)
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    _fsync_directory(target.parent)
