@@ -13,6 +13,7 @@ from pathlib import Path
 from gpuslice.allocation.cdi import present_control_nodes
 from gpuslice.allocation.cdi_driver import driver_edits
 from gpuslice.allocation.cdi_specs import CdiSettings
+from gpuslice.allocation.cdi_validate import edits_host_problems
 from gpuslice.discovery import MigControl
 from gpuslice.discovery.driver_files import discover_driver_files
 from gpuslice.dra.api import ApiError, ResourceApi
@@ -131,10 +132,13 @@ class DraApp:
         missing = files.warning()
         if missing is not None:
             log.warning("%s; CDI containers may not start CUDA without them", missing)
+        edits = driver_edits(files, cdi.driver)
+        for problem in edits_host_problems(edits, cdi.driver.roots(), "CDI driver edits", device_nodes=False):
+            log.warning("%s", problem)
         self.parts = PrepareParts(
             cdi_dir=settings.cdi_dir,
             dev_root=cdi.dev_root,
-            driver_edits=driver_edits(files, cdi.driver),
+            driver_edits=edits,
             # a backend with an imaginary /dev has every node; a real node lists only those the driver made
             control_nodes=present_control_nodes(
                 (lambda _path: True) if setup.backend.assumes_device_nodes() else os.path.exists
