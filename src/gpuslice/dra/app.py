@@ -17,6 +17,7 @@ from gpuslice.allocation.cdi_validate import edits_host_problems
 from gpuslice.discovery import MigControl
 from gpuslice.discovery.driver_files import discover_driver_files
 from gpuslice.dra.api import ApiError, ResourceApi
+from gpuslice.dra.cdi import write_base_spec
 from gpuslice.dra.checkpoint import ClaimCheckpoint
 from gpuslice.dra.devices import DraDevice
 from gpuslice.dra.health_service import ResourceHealthService, add_health_service
@@ -157,6 +158,7 @@ class DraApp:
             self.parts,
         )
         self.slices: SliceController | None = None
+        self.shared_cdi_ids: tuple[str, ...] = ()  # the base spec's, written at start (dra.cdi)
         self.health_service = ResourceHealthService(setup.node.name, setup.devices, self.health)
         self.registration = RegistrationService(settings.driver, str(settings.dra_socket), self._registered)
         self._node_server: UnixServer | None = None
@@ -182,6 +184,7 @@ class DraApp:
 
     def start(self) -> None:
         self.health_service.stopping.clear()
+        self.shared_cdi_ids = write_base_spec(self.settings.cdi_dir, self.settings.driver, self.parts.driver_edits)
         self.preparer.resume()
         self._node_server = serve(
             self.settings.dra_socket,
@@ -210,7 +213,7 @@ class DraApp:
         )
 
     def _add_node_services(self, server: object) -> None:
-        add_node_services(server, self.preparer, self.settings.call_budget_s)
+        add_node_services(server, self.preparer, self.settings.call_budget_s, self.shared_cdi_ids)
         add_health_service(server, self.health_service)
 
     def _serve_registration(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,10 +53,13 @@ class NodeService:
     never fails the call, so one bad claim cannot stop the others.
     """
 
-    def __init__(self, preparer: Preparer, pb: Any, budget_s: float = CALL_BUDGET_S) -> None:
+    def __init__(
+        self, preparer: Preparer, pb: Any, budget_s: float = CALL_BUDGET_S, shared_cdi_ids: Sequence[str] = ()
+    ) -> None:
         self.preparer = preparer
         self.pb = pb
         self.budget_s = budget_s
+        self.shared_cdi_ids = tuple(shared_cdi_ids)  # the base spec's (dra.cdi): every device names it too
 
     def NodePrepareResources(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC method name)
         end = time.monotonic() + _budget(context, self.budget_s)
@@ -78,7 +81,7 @@ class NodeService:
                     request_names=list(device.requests),
                     pool_name=device.pool,
                     device_name=device.device,
-                    cdi_device_ids=list(device.cdi_ids),
+                    cdi_device_ids=[*self.shared_cdi_ids, *device.cdi_ids],
                 )
         return response
 
@@ -98,10 +101,14 @@ class NodeService:
         return response
 
 
-def add_node_services(server: Any, preparer: Preparer, budget_s: float = CALL_BUDGET_S) -> None:
+def add_node_services(
+    server: Any, preparer: Preparer, budget_s: float = CALL_BUDGET_S, shared_cdi_ids: Sequence[str] = ()
+) -> None:
     """Both versions on one server: a 1.32 kubelet calls v1beta1, 1.34+ calls v1."""
-    dra_v1_grpc.add_DRAPluginServicer_to_server(NodeService(preparer, dra_v1_pb2, budget_s), server)  # type: ignore[no-untyped-call]
-    dra_v1beta1_grpc.add_DRAPluginServicer_to_server(NodeService(preparer, dra_v1beta1_pb2, budget_s), server)  # type: ignore[no-untyped-call]
+    v1 = NodeService(preparer, dra_v1_pb2, budget_s, shared_cdi_ids)
+    v1beta1 = NodeService(preparer, dra_v1beta1_pb2, budget_s, shared_cdi_ids)
+    dra_v1_grpc.add_DRAPluginServicer_to_server(v1, server)  # type: ignore[no-untyped-call]
+    dra_v1beta1_grpc.add_DRAPluginServicer_to_server(v1beta1, server)  # type: ignore[no-untyped-call]
 
 
 @dataclass
