@@ -15,6 +15,7 @@ from gpuslice.kubelet.dra_cel import CelError, compile_selector, device_view
 from tests.dra.support import DRIVER, NODE, NODE_SPEC
 
 ROOT = Path(__file__).resolve().parents[2]
+NVIDIA_DRIVER = "gpu.nvidia.com"
 _BACKTICKED = re.compile(r"`([^`\n]*device\.(?:driver|attributes|capacity)[^`\n]*)`")
 
 
@@ -68,10 +69,12 @@ def test_every_documented_and_shipped_selector_compiles_and_decides(
     expression: str, slices: list[dict[str, Any]]
 ) -> None:
     selector = compile_selector(expression)
+    # NVIDIA's selectors (docs/dra.md compares) select our devices under NVIDIA's name (--driver-name)
+    driver = NVIDIA_DRIVER if NVIDIA_DRIVER in expression else DRIVER
     decided = []
     for device in _devices(slices):
         try:
-            decided.append(selector(device_view(DRIVER, device)))
+            decided.append(selector(device_view(driver, device)))
         except CelError as exc:
             assert "Key not found" in str(exc), exc  # only an attribute some devices lack (a GPU's profile)
     assert True in decided, f"{expression} selects no device of the test node"
