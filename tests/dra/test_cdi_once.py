@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from gpuslice.allocation.cdi_resolve import load_specs, resolve
 from gpuslice.discovery.driver_files_fake import build_fake_driver_root
 from gpuslice.dra import DraApp, DraSettings, prepare_setup
+from gpuslice.dra.api import InMemoryResourceApi
 from gpuslice.dra.cdi import base_cdi_id, base_spec_file_name
 from gpuslice.dra.kube import LightkubeResourceApi
 from gpuslice.kubelet.dra_mock import MockDraKubelet
 from gpuslice.mps import FakeMpsControl
-from tests.dra.support import DRIVER, NODE, Node, claim, device_classes
+from tests.dra.support import DRIVER, NODE, NODE_SPEC, Node, claim, device_classes
 from tests.support.dirs import short_temp_dir
 
 HOOKS = ["create-symlinks", "enable-cuda-compat", "update-ldcache", "disable-device-node-modification"]
@@ -90,3 +93,18 @@ def test_no_hooks_no_base_spec() -> None:
 def test_the_base_spec_path_is_what_cdi_calls_transient() -> None:
     assert base_spec_file_name(DRIVER) == f"k8s.{DRIVER}-device_base.json"
     assert base_cdi_id(DRIVER) == f"k8s.{DRIVER}/device=base"
+
+
+def test_a_missing_hook_program_is_named_at_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # The driver root is the host's `/` (the default), mounted at a fake root that has no nvidia-ctk.
+    root = build_fake_driver_root(tmp_path / "host")
+    (tmp_path / "node.yaml").write_text(NODE_SPEC)
+    overrides = {"flags.nvidiaDriverRoot": "/", "flags.plugin.containerDriverRoot": str(root)}
+    setup = prepare_setup("fake", str(tmp_path / "node.yaml"), None, overrides=overrides)
+    settings = DraSettings(plugins_dir=tmp_path / "plugins", registry_dir=tmp_path / "reg", cdi_dir=tmp_path / "cdi")
+    with caplog.at_level(logging.WARNING, logger="gpuslice.dra"):
+        DraApp(setup, settings, InMemoryResourceApi())
+    assert any(
+        "hook program /usr/bin/nvidia-ctk: not found" in r.getMessage() and "NVIDIA Container Toolkit" in r.getMessage()
+        for r in caplog.records
+    )
