@@ -18,7 +18,7 @@ MAX_SPEC_FILES = 256
 
 @dataclass(frozen=True)
 class ResolvedEdits:
-    """The container edits a set of CDI names adds, merged (each spec file's common edits once, then each device's)."""
+    """The container edits a set of CDI names adds, merged (each spec's common edits once, then each device's)."""
 
     env: tuple[str, ...] = ()
     device_nodes: tuple[Mapping[str, Any], ...] = ()
@@ -47,13 +47,12 @@ class ResolvedEdits:
 def load_specs(directory: str | Path) -> dict[str, Mapping[str, Any]]:
     """The valid CDI specs (`*.json`) of a directory by file name; CdiError for an invalid one.
 
-    Several files may share a kind (DRA writes one per claim), but a device name only once per kind.
-    """
+    Several files may share a kind (DRA writes one file per claim, all of kind `<driver>/claim`), as the
+    CDI registry allows; a device name defined twice within a kind is refused when it is resolved."""
     specs: dict[str, Mapping[str, Any]] = {}
     paths = sorted(Path(directory).glob("*.json"))
     if len(paths) > MAX_SPEC_FILES:
         raise CdiError(f"{directory}: more than {MAX_SPEC_FILES} spec files")
-    owners: dict[tuple[str, str], str] = {}
     for path in paths:
         if path.stat().st_size > MAX_SPEC_BYTES:
             raise CdiError(f"{path}: larger than {MAX_SPEC_BYTES} bytes")
@@ -64,11 +63,6 @@ def load_specs(directory: str | Path) -> dict[str, Mapping[str, Any]]:
         problems = spec_problems(spec)
         if problems:
             raise CdiError(f"{path}: invalid CDI spec: {'; '.join(problems)}")
-        for device in spec["devices"]:
-            key = (str(spec["kind"]), str(device["name"]))
-            if key in owners:
-                raise CdiError(f"{path}: device {key[1]!r} of kind {key[0]} is already defined by {owners[key]}")
-            owners[key] = path.name
         specs[path.name] = spec
     return specs
 
@@ -76,27 +70,24 @@ def load_specs(directory: str | Path) -> dict[str, Mapping[str, Any]]:
 def resolve(specs: Mapping[str, Mapping[str, Any]], names: Iterable[str]) -> ResolvedEdits:
     """The merged edits of fully qualified names (`vendor/class=device`); CdiError naming the first unresolved one.
 
-    As a runtime does it: the common edits of each spec file that a name resolves in, once, then each
-    device's own edits; mounts and device nodes once per container path, every env entry and hook given.
-    """
-    index: dict[tuple[str, str], tuple[str, Mapping[str, Any]]] = {}
-    for file, spec in specs.items():
-        for entry in spec["devices"]:
-            index.setdefault((str(spec["kind"]), str(entry["name"])), (file, entry))
-    kinds = {str(spec["kind"]) for spec in specs.values()}
+    As a runtime does: the common edits of each spec file that defines a requested device, once per file,
+    then each device's own edits."""
     common: dict[str, Mapping[str, Any]] = {}
     device_edits: list[Mapping[str, Any]] = []
     for name in dict.fromkeys(names):
         kind, separator, device = name.partition("=")
         if not separator or not device:
             raise CdiError(f"{name!r} is not a qualified CDI name (vendor/class=device)")
-        if kind not in kinds:
+        of_kind = {file: spec for file, spec in specs.items() if spec["kind"] == kind}
+        if not of_kind:
             raise CdiError(f"unresolvable CDI device {name}: no spec of kind {kind}")
-        found = index.get((kind, device))
-        if found is None:
+        found = [(file, d) for file, spec in of_kind.items() for d in spec["devices"] if d["name"] == device]
+        if not found:
             raise CdiError(f"unresolvable CDI device {name}: kind {kind} has no device {device!r}")
-        file, entry = found
-        common.setdefault(file, specs[file].get("containerEdits") or {})
+        if len(found) > 1:
+            raise CdiError(f"conflicting CDI device {name}: defined in {', '.join(sorted(f for f, _ in found))}")
+        ((file, entry),) = found
+        common.setdefault(file, of_kind[file].get("containerEdits") or {})
         device_edits.append(entry.get("containerEdits") or {})
     merged = [*common.values(), *device_edits]
     return ResolvedEdits(
