@@ -11,12 +11,13 @@ from typing import Any
 
 from gpuslice.allocation.cdi import (
     CONTROL_NODES,
+    VOID_VISIBLE_DEVICES,
     CdiError,
+    build_spec,
     common_edits,
     device_nodes,
     qualified_name,
     split_hooks,
-    versioned,
     write_spec,
 )
 from gpuslice.dra.names import CLAIM_CDI_CLASS, cdi_kind
@@ -88,18 +89,16 @@ def claim_spec(
     ]
     if mounts:
         common["mounts"] = mounts
-    return versioned(
-        {
-            "kind": cdi_kind(driver),
-            "containerEdits": common,
-            "devices": [
-                {
-                    "name": cdi_device_name(claim_uid, entry.device),
-                    "containerEdits": {"deviceNodes": device_nodes(entry.gpu, entry.mig, dev_root)},
-                }
-                for entry in devices
-            ],
-        }
+    return build_spec(
+        cdi_kind(driver),
+        [
+            {
+                "name": cdi_device_name(claim_uid, entry.device),
+                "containerEdits": {"deviceNodes": device_nodes(entry.gpu, entry.mig, dev_root)},
+            }
+            for entry in devices
+        ],
+        common,
     )
 
 
@@ -153,14 +152,9 @@ def base_spec(driver: str, driver_edits: Mapping[str, Any]) -> dict[str, Any] | 
     _rest, hooks = split_hooks(driver_edits)
     if not hooks:
         return None
-    return versioned(
-        {
-            "kind": base_kind(driver),
-            "containerEdits": {"hooks": hooks},
-            # A device must edit something; void is what every claim's spec says as well.
-            "devices": [{"name": BASE_DEVICE, "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=void"]}}],
-        }
-    )
+    # A device must edit something; void is what every spec says as well.
+    device = {"name": BASE_DEVICE, "containerEdits": {"env": [VOID_VISIBLE_DEVICES]}}
+    return build_spec(base_kind(driver), [device], {"hooks": hooks})
 
 
 def write_base_spec(directory: str | Path, driver: str, driver_edits: Mapping[str, Any]) -> tuple[str, ...]:

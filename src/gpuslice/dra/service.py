@@ -5,15 +5,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
 from gpuslice.dra.claims import ClaimPrepareError, ClaimRef
+from gpuslice.dra.contract import ClaimDriver
 from gpuslice.dra.names import DRA_SUPPORTED_VERSIONS, PLUGIN_TYPE
-from gpuslice.dra.prepare import Preparer
 from gpuslice.wire import dra_v1_grpc, dra_v1_pb2, dra_v1beta1_grpc, dra_v1beta1_pb2, pluginregistration_grpc
 from gpuslice.wire import pluginregistration_pb2 as registration_pb2
 
@@ -47,19 +47,16 @@ def _refs(request: Any, context: Any) -> list[ClaimRef]:
 
 
 class NodeService:
-    """NodePrepareResources / NodeUnprepareResources over a Preparer; `pb` is the version's message module.
+    """NodePrepareResources / NodeUnprepareResources over a ClaimDriver; `pb` is the version's message module.
 
     Every requested claim UID gets exactly one entry; a claim's failure is its own entry's error and
     never fails the call, so one bad claim cannot stop the others.
     """
 
-    def __init__(
-        self, preparer: Preparer, pb: Any, budget_s: float = CALL_BUDGET_S, shared_cdi_ids: Sequence[str] = ()
-    ) -> None:
-        self.preparer = preparer
+    def __init__(self, driver: ClaimDriver, pb: Any, budget_s: float = CALL_BUDGET_S) -> None:
+        self.driver = driver
         self.pb = pb
         self.budget_s = budget_s
-        self.shared_cdi_ids = tuple(shared_cdi_ids)  # the base spec's (dra.cdi): every device names it too
 
     def NodePrepareResources(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC method name)
         end = time.monotonic() + _budget(context, self.budget_s)
@@ -67,7 +64,7 @@ class NodeService:
         for ref in _refs(request, context):
             entry = response.claims[ref.uid[:MAX_FIELD_LENGTH]]
             try:
-                record = self.preparer.prepare(ref, end - time.monotonic())
+                devices = self.driver.prepare(ref, end - time.monotonic())
             except ClaimPrepareError as exc:
                 entry.error = str(exc)
                 log.warning("prepare %s: %s", ref.uid[:64], exc)
@@ -76,12 +73,12 @@ class NodeService:
                 entry.error = f"claim {ref}: internal error: {type(exc).__name__}: {exc}"
                 log.exception("prepare %s failed", ref.uid[:64])
                 continue
-            for device in record.devices:
+            for device in devices:
                 entry.devices.add(
                     request_names=list(device.requests),
                     pool_name=device.pool,
                     device_name=device.device,
-                    cdi_device_ids=[*self.shared_cdi_ids, *device.cdi_ids],
+                    cdi_device_ids=list(device.cdi_ids),
                 )
         return response
 
@@ -91,7 +88,7 @@ class NodeService:
         for ref in _refs(request, context):
             entry = response.claims[ref.uid[:MAX_FIELD_LENGTH]]
             try:
-                self.preparer.unprepare(ref, end - time.monotonic())
+                self.driver.unprepare(ref, end - time.monotonic())
             except ClaimPrepareError as exc:
                 entry.error = str(exc)
                 log.warning("unprepare %s: %s", ref.uid[:64], exc)
@@ -101,14 +98,10 @@ class NodeService:
         return response
 
 
-def add_node_services(
-    server: Any, preparer: Preparer, budget_s: float = CALL_BUDGET_S, shared_cdi_ids: Sequence[str] = ()
-) -> None:
+def add_node_services(server: Any, driver: ClaimDriver, budget_s: float = CALL_BUDGET_S) -> None:
     """Both versions on one server: a 1.32 kubelet calls v1beta1, 1.34+ calls v1."""
-    v1 = NodeService(preparer, dra_v1_pb2, budget_s, shared_cdi_ids)
-    v1beta1 = NodeService(preparer, dra_v1beta1_pb2, budget_s, shared_cdi_ids)
-    dra_v1_grpc.add_DRAPluginServicer_to_server(v1, server)  # type: ignore[no-untyped-call]
-    dra_v1beta1_grpc.add_DRAPluginServicer_to_server(v1beta1, server)  # type: ignore[no-untyped-call]
+    dra_v1_grpc.add_DRAPluginServicer_to_server(NodeService(driver, dra_v1_pb2, budget_s), server)  # type: ignore[no-untyped-call]
+    dra_v1beta1_grpc.add_DRAPluginServicer_to_server(NodeService(driver, dra_v1beta1_pb2, budget_s), server)  # type: ignore[no-untyped-call]
 
 
 @dataclass
