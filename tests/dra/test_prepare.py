@@ -124,8 +124,9 @@ def test_a_kubelet_restart_wipe_is_noticed_and_repaired(app: DraApp) -> None:
     assert controller.sync() and controller.generation == generation + 1 and api.slices
 
 
-def test_claim_specs_carry_the_drivers_files_and_hooks(tmp_path: Path) -> None:
+def test_claim_specs_carry_the_drivers_files_and_the_base_spec_its_hooks(tmp_path: Path) -> None:
     from gpuslice.discovery.driver_files_fake import build_fake_driver_root
+    from gpuslice.dra.cdi import base_cdi_id, base_spec_file_name, write_base_spec
 
     spec = tmp_path / "node.yaml"
     spec.write_text(NODE_SPEC)
@@ -141,7 +142,10 @@ def test_claim_specs_carry_the_drivers_files_and_hooks(tmp_path: Path) -> None:
     assert record.cdi_spec is not None
     edits = json.loads(Path(record.cdi_spec).read_text())["containerEdits"]
     assert any(m["containerPath"].endswith("libcuda.so.550.127.08") for m in edits["mounts"])
-    assert any("update-ldcache" in hook["args"] for hook in edits["hooks"])
+    assert "hooks" not in edits, "hooks run once per container: they are in the base spec, not per claim"
+    assert write_base_spec(settings.cdi_dir, DRIVER, app.parts.driver_edits) == (base_cdi_id(DRIVER),)
+    base = json.loads((settings.cdi_dir / base_spec_file_name(DRIVER)).read_text())
+    assert any("update-ldcache" in hook["args"] for hook in base["containerEdits"]["hooks"])
 
 
 def test_an_api_server_that_is_not_there_yet_is_waited_for(app: DraApp) -> None:

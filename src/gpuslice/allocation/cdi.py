@@ -82,6 +82,18 @@ def common_edits(
     }
 
 
+def split_hooks(edits: Mapping[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """`edits` without their hooks, and the hooks.
+
+    A runtime applies the common edits of every spec file a container names, once per file, and keeps
+    one mount per container path, one device node per path and one value per env name, but runs every
+    hook it is given. So where one container names several spec files (DRA: one per claim), the hooks
+    go in one file they all name, and the rest may repeat harmlessly.
+    """
+    rest = {key: value for key, value in edits.items() if key != "hooks"}
+    return rest, list(edits.get("hooks") or ())
+
+
 def build_spec(
     kind: str, devices: Sequence[Mapping[str, Any]], common: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from gpuslice.allocation.cdi import (
     write_spec,
 )
 from gpuslice.allocation.cdi_driver import DISABLE_IPC, MOUNT_OPTIONS, CdiDriverOptions, driver_edits
+from gpuslice.allocation.cdi_validate import edits_host_problems
 from gpuslice.config import Config
 from gpuslice.discovery.driver_files import DriverFiles, discover_driver_files, discover_feature_files
 from gpuslice.gpu import Node
@@ -113,6 +114,8 @@ def build_specs(node: Node, settings: CdiSettings, driver: DriverFiles | None = 
         if missing is not None:
             warnings.append(f"{missing}; CDI containers may not start CUDA without them")
         common = driver_edits(driver, settings.driver)
+        # What a runtime would not find on the host (a source through a link out of the root, no hook program)
+        warnings += edits_host_problems(common, settings.driver.roots(), "CDI driver edits", device_nodes=False)
         specs[GPU_SPEC_FILE] = gpu_spec(node, settings.id_strategy, settings.dev_root, common, settings.control_nodes)
     if settings.imex_channels:
         specs[IMEX_SPEC_FILE] = imex_spec(settings.imex_channels, settings.dev_root)
@@ -133,7 +136,7 @@ def _feature_spec(feature: str, settings: CdiSettings) -> tuple[dict[str, Any], 
         edits["deviceNodes"] = [device_node(p, settings.dev_root) for p in found.device_nodes]
     if found.files:
         edits["mounts"] = [
-            {"hostPath": settings.driver.host_path(p), "containerPath": p, "options": list(MOUNT_OPTIONS)}
+            {"hostPath": settings.driver.host_path(found.source(p)), "containerPath": p, "options": list(MOUNT_OPTIONS)}
             for p in found.files
         ]
     warning = None

@@ -117,6 +117,7 @@ def _run(
     resync_s: float,
     counter_layout: str,
 ) -> None:
+    from gpuslice.allocation.cdi import CdiError
     from gpuslice.dra.api import ApiError
     from gpuslice.dra.app import DraApp
     from gpuslice.dra.kube import LightkubeResourceApi
@@ -140,7 +141,7 @@ def _run(
     try:
         app = DraApp(setup, settings, LightkubeResourceApi(server))
         app.run_until_signalled(ready=lambda: log.info("DRA plugin ready"))
-    except (ApiError, SocketError) as exc:
+    except (ApiError, SocketError, CdiError) as exc:  # CdiError: the base CDI spec cannot be written
         click.echo(f"gpuslice dra: error: {exc}", err=True)
         sys.exit(EXIT_START_FAILED)
     log.info("DRA plugin stopped")

@@ -39,7 +39,9 @@ class ClaimDriver(Protocol):
       it) is refused to every other claim until that claim is unprepared (a claim with admin access
       apart, as the API allows); concurrent calls cannot race past that rule.
     - CDI names unique per claim UID: every CDI name answered carries the claim's UID, so no two claims
-      share a name, and a spec a claim left behind can never serve another one.
+      share a name, and a spec a claim left behind can never serve another one. The one exception is a
+      node-wide name every device answers alike (GpuDriver: the base spec with the driver's hooks, which
+      no claim owns and which a container must name once, whatever number of claims it has).
     - Unprepare may run in another process: after a restart (crash, upgrade, SIGKILL) a new process
       unprepares what an earlier one prepared, from what that one persisted before answering.
     - Errors are per claim: a claim that cannot be (un)prepared raises ClaimPrepareError naming the

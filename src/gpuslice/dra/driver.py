@@ -5,15 +5,18 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TypedDict, Unpack
 
 from gpuslice.allocation.cdi import present_control_nodes
 from gpuslice.allocation.cdi_driver import driver_edits
 from gpuslice.allocation.cdi_specs import CdiSettings
+from gpuslice.allocation.cdi_validate import edits_host_problems
 from gpuslice.discovery import MigControl, TimeSliceControl
 from gpuslice.discovery.driver_files import discover_driver_files
 from gpuslice.dra.api import ResourceApi
+from gpuslice.dra.cdi import write_base_spec
 from gpuslice.dra.checkpoint import ClaimCheckpoint, PreparedDevice
 from gpuslice.dra.claims import ClaimRef
 from gpuslice.dra.devices import DraDevice
@@ -72,10 +75,15 @@ class GpuDriver:
         missing = files.warning()
         if missing is not None:
             log.warning("%s; CDI containers may not start CUDA without them", missing)
+        edits = driver_edits(files, cdi.driver)
+        # What a runtime on the host would not find: a mount source, or the hook program (nvidia-ctk)
+        for problem in edits_host_problems(edits, cdi.driver.roots(), "CDI driver edits", device_nodes=False):
+            log.warning("%s", problem)
+        self.shared_cdi_ids: tuple[str, ...] = ()  # the base spec's (dra.cdi), written at start
         self.parts = PrepareParts(
             cdi_dir=settings.cdi_dir,
             dev_root=cdi.dev_root,
-            driver_edits=driver_edits(files, cdi.driver),
+            driver_edits=edits,
             # a backend with an imaginary /dev has every node; a real node lists only those the driver made
             control_nodes=present_control_nodes(
                 (lambda _path: True) if setup.backend.assumes_device_nodes() else os.path.exists
@@ -101,13 +109,17 @@ class GpuDriver:
         return self.setup.devices
 
     def prepare(self, ref: ClaimRef, budget_s: float) -> tuple[PreparedDevice, ...]:
-        return self.preparer.prepare(ref, budget_s).devices
+        # Each device names the base spec too: the driver's hooks, once per container (dra.cdi)
+        devices = self.preparer.prepare(ref, budget_s).devices
+        return tuple(replace(d, cdi_ids=(*self.shared_cdi_ids, *d.cdi_ids)) for d in devices)
 
     def unprepare(self, ref: ClaimRef, budget_s: float) -> None:
         self.preparer.unprepare(ref, budget_s)
 
     def start(self) -> None:
-        """Resume (roll back half-done claims, re-create lost MIG devices), then watch health."""
+        """Write the base CDI spec, resume (roll back half-done claims, re-create lost MIG devices), then
+        watch health."""
+        self.shared_cdi_ids = write_base_spec(self.parts.cdi_dir, self.preparer.driver, self.parts.driver_edits)
         self.preparer.resume()
         self.health_loop.start()
 
