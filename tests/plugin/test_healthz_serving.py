@@ -11,7 +11,6 @@ from pathlib import Path
 
 from gpuslice.allocation import AllocationAnswer, StaticAllocator
 from gpuslice.plugin.app import PluginApp
-from gpuslice.plugin.rpc_limits import MAX_STREAMS_PER_RESOURCE
 from tests.plugin.rpc import PluginClient, allocate_request
 from tests.support.plugin import build_app
 
@@ -62,7 +61,7 @@ def test_healthz_fails_while_the_grpc_workers_are_wedged_and_recovers(workdir: P
         with PluginClient(server.socket_path) as client:
             WedgingAllocator.gate.clear()
             device = app.plan.resources[0].devices[0].id
-            pool = WORKERS + MAX_STREAMS_PER_RESOURCE  # unused stream slots serve unary calls too
+            pool = server.max_workers  # unused stream threads serve unary calls too
             stuck = [client.stub.Allocate.future(allocate_request([device]), timeout=30) for _ in range(pool)]
             assert wait_for_waiters(pool)
             status, why = healthz(app)

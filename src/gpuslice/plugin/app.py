@@ -121,7 +121,7 @@ class PluginApp:
         allocator_factory: AllocatorFactory = StaticAllocator,
     ) -> None:
         """`backend` replaces the one `options.backend` names; `mps_control` the MPS control program;
-        `observer` hears of allocations and streams instead of `metrics` (benchmarks time the handler);
+        `observer` hears of allocations instead of `metrics` (benchmarks time the handler);
         `allocator_factory` builds the allocator of every resource that dynamic MIG does not serve."""
         self.options = options
         self.metrics = metrics or PluginMetrics()

@@ -59,6 +59,7 @@ class PluginRuntime:
         self.health_loop = health_loop
         self.metrics = metrics or PluginMetrics()
         self.metrics.watch_devices(lambda: device_counts(self.manager))
+        self.metrics.watch_streams(lambda: {s.resource_name: s.service.open_streams for s in self.manager.servers})
         self.metrics_server: MetricsServer | None = None
         if metrics_port is not None:
             try:
