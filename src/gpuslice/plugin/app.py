@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from gpuslice.allocation import StaticAllocator, WholeGpuRule, whole_gpu_rule_fo
 from gpuslice.allocation.cdi import DEFAULT_CDI_DIR
 from gpuslice.discovery import Backend
 from gpuslice.discovery.health_file import HEALTH_FILE_POLL_S
+from gpuslice.fsutil.runtime_dir import RuntimeDirError, private_runtime_dir
 from gpuslice.gpu import Node
 from gpuslice.health import xid_policy_from_env
 from gpuslice.health.loop import build_health_loop
@@ -57,7 +59,7 @@ class AppOptions:
     config_file: str | None = None  # NVIDIA's v1 config file; None: the defaults
     # The kubelet's registration socket; None: serve without registering (NVIDIA's empty --kubelet-socket).
     kubelet_socket: str | None = DEFAULT_KUBELET_SOCKET
-    socket_dir: str | None = None  # where plugin sockets go; None: see plugin_dir
+    socket_dir: str | None = None  # where plugin sockets go (--socket-dir); None: see plugin_dir
     node_name: str | None = None
     pod_resources_socket: str | None = None  # None: env POD_RESOURCES_SOCKET, else the kubelet's default
     mig_checkpoint: str | None = None  # None: beside the plugin sockets (the kubelet's wipe keeps it)
@@ -78,10 +80,19 @@ class AppOptions:
 
     @property
     def plugin_dir(self) -> Path:
-        """The socket directory: `socket_dir`, else the kubelet socket's directory, else the kubelet default's."""
+        """The socket directory: `socket_dir`, else the kubelet socket's directory; when not registering, the
+        kubelet default's if we may write there, else our private runtime directory (a non-root user)."""
         if self.socket_dir:
             return Path(self.socket_dir)
-        return Path(self.kubelet_socket or DEFAULT_KUBELET_SOCKET).parent
+        if self.kubelet_socket:
+            return Path(self.kubelet_socket).parent
+        default = Path(DEFAULT_KUBELET_SOCKET).parent
+        if os.access(default, os.W_OK | os.X_OK):
+            return default
+        try:
+            return private_runtime_dir()
+        except RuntimeDirError as exc:
+            raise SetupError(f"{exc}; give a socket directory with --socket-dir") from exc
 
     @property
     def checkpoint_path(self) -> Path:

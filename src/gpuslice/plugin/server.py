@@ -71,8 +71,14 @@ class ResourceServer:
         path = self.socket_path
         if len(os.fsencode(path)) > SOCKET_PATH_MAX:
             raise PluginStartError(f"socket path {path} is longer than {SOCKET_PATH_MAX} bytes")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_socket(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_socket(path)
+        except OSError as exc:  # e.g. not root and the kubelet's directory: say so, no traceback
+            raise PluginStartError(
+                f"{self.resource_name}: cannot use the socket directory {path.parent}: {exc.strerror or exc}; "
+                "give a writable one with --socket-dir"
+            ) from exc
         executor = ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix=f"gpuslice-{path.stem}")
         server = grpc.server(executor, options=server_options())
         handlers = self.service.method_handlers()
