@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PYTHONUNBUFFERED := 1
 
-.PHONY: all venv demo test lint typecheck imports bench fuzz reproduce protos device-check lock clean
+.PHONY: all venv demo test lint typecheck imports bench fuzz reproduce protos device-check runtime-check lock clean
 
 all: test
 
@@ -56,6 +56,12 @@ reproduce-replay: $(STAMP)
 
 protos: $(STAMP)
 	$(BIN)/python tools/gen_protos.py
+
+# Containers from the plugin's and DRA's CDI specs under a real runtime (podman + runc from Debian's packages,
+# installed here when missing; root). Not part of `make test`: .ci/run runs it after.
+runtime-check: $(STAMP)
+	tools/install_runtime.sh
+	$(BIN)/pytest -q -m runtime tests/runtime
 
 device-check: $(STAMP)
 	$(BIN)/python tools/device_check.py

@@ -15,7 +15,7 @@ from gpuslice.dra.app import DraApp
 from gpuslice.dra.claims import ClaimPrepareError, ClaimRef, allocation_for
 from gpuslice.dra.publish import SliceController
 from gpuslice.mps import FakeMpsControl
-from tests.dra.support import DRIVER, NODE, NODE_SPEC, gpu_config
+from tests.dra.support import DRIVER, NODE, NODE_SPEC, gpu_config, in_process_app
 
 MPS = gpu_config({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 20}})
 
@@ -64,13 +64,8 @@ def test_unusable_claims_are_refused_by_name(claim: dict[str, Any], message: str
 
 @pytest.fixture
 def app(tmp_path: Path) -> DraApp:
-    spec = tmp_path / "node.yaml"
-    spec.write_text(NODE_SPEC)
-    config = tmp_path / "config.yaml"
-    config.write_text(f"version: v1\nflags:\n  migStrategy: dynamic\n  mpsRoot: {tmp_path / 'mps'}\n")
-    setup = prepare_setup("fake", str(spec), str(config))
-    settings = DraSettings(plugins_dir=tmp_path / "plugins", registry_dir=tmp_path / "reg", cdi_dir=tmp_path / "cdi")
-    return DraApp(setup, settings, InMemoryResourceApi(), mps_control=FakeMpsControl(fail_on="set_default_active"))
+    config = f"version: v1\nflags:\n  migStrategy: dynamic\n  mpsRoot: {tmp_path / 'mps'}\n"
+    return in_process_app(tmp_path, config, mps_control=FakeMpsControl(fail_on="set_default_active"))
 
 
 def test_a_failed_step_undoes_the_earlier_ones(app: DraApp) -> None:

@@ -35,7 +35,7 @@ def qualified_name(kind: str, name: str) -> str:
     return f"{kind}={name}"
 
 
-def gpu_device_name(gpu: Gpu, mig: MigInstance | None, strategy: IdStrategy) -> str:
+def spec_device_name(gpu: Gpu, mig: MigInstance | None, strategy: IdStrategy) -> str:
     """A device's CDI name under a deviceIDStrategy: its UUID, or its index (`0`, `0:1`)."""
     if mig is not None:
         return mig.uuid if strategy == "uuid" else mig.device_index
@@ -114,7 +114,7 @@ def gpu_spec(
         for parent, mig in entries:
             every += _device_paths(parent, mig)
             nodes = device_nodes(parent, mig, dev_root)
-            for name in (gpu_device_name(parent, mig, strategy), gpu_device_name(parent, mig, other)):
+            for name in (spec_device_name(parent, mig, strategy), spec_device_name(parent, mig, other)):
                 devices.append({"name": name, "containerEdits": {"deviceNodes": nodes}})
     if devices:
         devices.append(

@@ -77,7 +77,7 @@ def dra(
     """Run the DRA kubelet plugin: register with the kubelet, publish ResourceSlices, prepare claims."""
     configure_logging(level=getattr(logging, log_level.upper()), node_name=node_name)
     log = logging.getLogger("gpuslice.dra")
-    from gpuslice.dra.checkpoint import ClaimCheckpoint, claimed_gpus
+    from gpuslice.dra.checkpoint import ClaimCheckpoint, gpus_with_prepared_migs
     from gpuslice.dra.names import CHECKPOINT_NAME, plugin_dir
     from gpuslice.dra.setup import DraSetupError, prepare_setup
     from gpuslice.dra.slices import PoolSpec, build_slices
@@ -87,7 +87,7 @@ def dra(
 
         check_driver_name(driver_name)
         checkpoint = ClaimCheckpoint(plugin_dir(plugins_dir, driver_name) / CHECKPOINT_NAME, node_name or "")
-        claimed = claimed_gpus(checkpoint.path)
+        claimed = gpus_with_prepared_migs(checkpoint.path)
         setup = prepare_setup(backend, node_spec, config_file, node_name, nvidia_overrides(nvidia, os.environ),
                               claimed_gpus=claimed)  # fmt: skip
     except (DraSetupError, DriverNameError) as exc:

@@ -150,7 +150,7 @@ def load_mig_minors(root: Path) -> MigMinors:
         return MigMinors(from_file=False)
 
 
-def read_machine_type(root: Path) -> str:
+def read_dmi_machine_type(root: Path) -> str:
     """The DMI product name (what gpu-feature-discovery labels as the machine), 'unknown' if unreadable."""
     try:
         text = (root / "sys/class/dmi/id/product_name").read_text().strip()
@@ -250,7 +250,7 @@ class HostPathBackend(Backend):
             gpus=gpus,
             driver_version=driver,
             cuda_driver_version=cuda,
-            machine_type=read_machine_type(self.root),
+            machine_type=read_dmi_machine_type(self.root),
             extra={"backend": self.name},
         )
 

@@ -140,6 +140,7 @@ class DraApp:
                 (lambda _path: True) if setup.backend.assumes_device_nodes() else os.path.exists
             ),
             mig=mig if mig is not None else setup.backend.mig_control(setup.node),
+            placements=setup.plan.resources,
             mps=mps,
             timeslice=timeslice if timeslice is not None else timeslice_for(setup),
         )

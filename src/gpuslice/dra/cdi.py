@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,11 @@ from gpuslice.allocation.cdi import (
     write_spec,
 )
 from gpuslice.dra.names import CLAIM_CDI_CLASS, cdi_kind
+from gpuslice.fsutil.atomic import temp_file_pattern
+from gpuslice.fsutil.regular import first_entries
 from gpuslice.gpu import Gpu, MigInstance
+
+MAX_SCANNED_ENTRIES = 100_000  # a CDI dir holds a few specs per claim; a flooded one is not walked for ever
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,11 @@ class ClaimEdits:
 def spec_file_name(driver: str, claim_uid: str) -> str:
     """CDI's transient spec name, `<vendor>-<class>_<claim uid>.json` (one file per claim, removed on unprepare)."""
     return f"k8s.{driver}-{CLAIM_CDI_CLASS}_{claim_uid}.json"
+
+
+def claim_spec_path(directory: str | Path, driver: str, claim_uid: str) -> Path:
+    """Where this plugin writes the claim's spec: the only spec path a checkpoint record may name."""
+    return Path(directory) / spec_file_name(driver, claim_uid)
 
 
 def cdi_device_name(claim_uid: str, device: str) -> str:
@@ -92,8 +102,27 @@ def write_claim_spec(directory: str | Path, driver: str, claim_uid: str, spec: M
     return write_spec(directory, spec_file_name(driver, claim_uid), spec)
 
 
-def remove_claim_spec(path: str | Path) -> None:
+def remove_claim_spec(directory: str | Path, driver: str, claim_uid: str) -> None:
+    """Remove the claim's spec from our own CDI dir; the path is derived, never taken from a record."""
+    path = claim_spec_path(directory, driver, claim_uid)
     try:
-        Path(path).unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
     except OSError as exc:
         raise CdiError(f"cannot remove CDI spec {path}: {exc.strerror or exc}") from exc
+
+
+def leftover_claim_files(directory: str | Path, driver: str, prepared: Collection[str]) -> list[Path]:
+    """What a killed prepare can leave in our CDI dir: this driver's claim specs of claims no record
+    holds, and the temp files of unfinished spec writes. Only names of our own pattern; no directories."""
+    spec = re.compile(rf"k8s\.{re.escape(driver)}-{re.escape(CLAIM_CDI_CLASS)}_(?P<uid>[A-Za-z0-9-]+)\.json")
+    temp = temp_file_pattern(spec.pattern)
+    try:
+        entries = first_entries(directory, MAX_SCANNED_ENTRIES)
+    except OSError as exc:
+        raise CdiError(f"cannot list CDI dir {directory}: {exc.strerror or exc}") from exc
+
+    def ours(name: str) -> bool:
+        match = spec.fullmatch(name)
+        return (match is not None and match["uid"] not in prepared) or temp.fullmatch(name) is not None
+
+    return [Path(e.path) for e in entries if ours(e.name) and not e.is_dir(follow_symlinks=False)]

@@ -13,7 +13,7 @@ from gpuslice.fgd.policies import PolicyContext, make_policy
 from gpuslice.fgd.protocol import plan_arrivals
 from gpuslice.fgd.state import OpenbCluster
 from gpuslice.fgd.sweep import workload
-from gpuslice.gpu.units import MILLI
+from gpuslice.units import MILLI
 
 Record = dict[str, Any]
 PLACEMENT_COLUMNS = (

@@ -39,7 +39,7 @@ from gpuslice.fgd.engine import Workload
 from gpuslice.fgd.policies import Placement, PolicyContext, make_policy
 from gpuslice.fgd.state import OpenbCluster
 from gpuslice.fgd.trace import MAX_PODS, POD_PREFIX, NodeTable, OpenbTraceError, _rows
-from gpuslice.gpu.units import MILLI
+from gpuslice.units import MILLI
 
 TIME_COLUMNS = ("name", "creation_time", "deletion_time", "scheduled_time")
 _DEPART, _ARRIVE, _WITHDRAW = 0, 1, 2

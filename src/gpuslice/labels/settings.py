@@ -61,7 +61,7 @@ def effective_config(options: LabelOptions) -> tuple[Config, tuple[str, ...]]:
     return apply_overrides(loaded.config, overrides, loaded.source), loaded.warnings
 
 
-def read_machine_type(path: str) -> tuple[str, str | None]:
+def read_machine_type_file(path: str) -> tuple[str, str | None]:
     """The content of `machineTypeFile`, or ('unknown', why) when it cannot be read (GFD's behaviour)."""
     try:
         text = Path(path).read_text().strip()
@@ -85,7 +85,7 @@ def load_settings(options: LabelOptions) -> LabellerSettings:
     machine_type = None
     # The backend reports the machine type (the node spec's, or DMI's); an explicitly set file wins.
     if "machine_type_file" in flags.gfd.explicit:
-        machine_type, problem = read_machine_type(flags.gfd.machine_type_file)
+        machine_type, problem = read_machine_type_file(flags.gfd.machine_type_file)
         if problem:
             warnings.append(problem)
     node_name = options.node_name or backend.discover().name

@@ -17,7 +17,7 @@ from gpuslice.discovery.hostpath import (
     MigMinors,
     load_mig_minors,
     normalize_bus_id,
-    read_machine_type,
+    read_dmi_machine_type,
     read_numa_node,
     read_pci_class,
 )
@@ -138,7 +138,7 @@ class NvmlBackend(Backend):
             gpus=gpus,
             driver_version=_text(self._system("nvmlSystemGetDriverVersion")),
             cuda_driver_version=cuda_version_text(self._system("nvmlSystemGetCudaDriverVersion")),
-            machine_type=read_machine_type(self.driver_root),
+            machine_type=read_dmi_machine_type(self.driver_root),
             extra={"backend": self.name},
         )
 

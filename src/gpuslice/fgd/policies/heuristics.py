@@ -16,7 +16,7 @@ from gpuslice.fgd.policies.base import (
     lowest_full_gpus,
 )
 from gpuslice.fgd.shapes import Shape
-from gpuslice.gpu.units import MILLI
+from gpuslice.units import MILLI
 
 NO_FIT = 1 << 40  # larger than any free milli: "this GPU does not fit"
 
