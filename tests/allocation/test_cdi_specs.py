@@ -171,6 +171,8 @@ def test_one_file_per_kind_for_imex_and_the_gpudirect_features(workdir: Path) ->
     assert gds["mounts"][0]["containerPath"] == "/etc/cufile.json"
     for spec in spec_set.specs.values():
         assert spec_problems(spec) == [] and spec["cdiVersion"] == minimum_version(spec)
+        # every spec, not only the GPUs': a container given only a channel or a feature must not get every GPU
+        assert spec["containerEdits"]["env"][0] == "NVIDIA_VISIBLE_DEVICES=void", spec["kind"]
 
 
 def test_a_feature_without_its_device_warns_and_its_name_still_resolves(workdir: Path) -> None:

@@ -14,6 +14,7 @@ import yaml
 from gpuslice.discovery import MigControl
 from gpuslice.dra import DraSettings, InMemoryResourceApi, prepare_setup
 from gpuslice.dra.app import DraApp
+from gpuslice.dra.driver import HardwareControls
 from gpuslice.kubelet.dra_mock import MockDraKubelet
 from gpuslice.mps import MpsControl
 from tests.support.mps_program import FakeProgram, write_fake_program
@@ -123,4 +124,9 @@ def in_process_app(
     config_file.write_text(config)
     setup = prepare_setup("fake", str(spec), str(config_file))
     settings = DraSettings(plugins_dir=root / "plugins", registry_dir=root / "reg", cdi_dir=root / "cdi")
-    return DraApp(setup, settings, InMemoryResourceApi(), mig=mig, mps_control=mps_control)
+    controls: HardwareControls = {}
+    if mig is not None:
+        controls["mig"] = mig  # else the backend's own
+    if mps_control is not None:
+        controls["mps_control"] = mps_control
+    return DraApp(setup, settings, InMemoryResourceApi(), **controls)

@@ -90,7 +90,6 @@ def test_unhealthy_devices_leave_the_pool_and_cannot_be_prepared(app: DraApp) ->
     api = app.api
     assert isinstance(api, InMemoryResourceApi)
     controller = SliceController(api, app.pool_spec(), app.published_devices, resync_s=60)
-    app.slices = controller
     controller.sync()
     before = controller.generation
     gpu0 = app.setup.node.gpus[0].uuid
@@ -159,7 +158,7 @@ def test_an_api_server_that_is_not_there_yet_is_waited_for(app: DraApp) -> None:
 
 
 def test_a_time_slice_interval_is_set_for_the_claim_and_reset_after(app: DraApp) -> None:
-    from gpuslice.dra.timeslice import RecordingTimeSlice
+    from gpuslice.discovery import RecordingTimeSlice
 
     api = app.api
     assert isinstance(api, InMemoryResourceApi)

@@ -3,7 +3,6 @@ functions with typed errors, NVIDIA's answer pipeline and CDI specs. Front ends 
 (CDI specs excepted: allocation.cdi)."""
 
 from gpuslice.allocation.allocate import (
-    CONTROL_DEVICE_NODES,
     VISIBLE_DEVICES_ENV,
     allocate_container,
     device_nodes_step,
@@ -64,7 +63,6 @@ from gpuslice.allocation.strategies import (
 )
 
 __all__ = [
-    "CONTROL_DEVICE_NODES",
     "DEFAULT_OPTIONS",
     "MAX_DEVICE_ID_LENGTH",
     "VISIBLE_DEVICES_ENV",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuslice.allocation.cdi import (
+    ALL_DEVICES,
     CDI_VENDOR,
     CONTROL_NODES,
     FEATURE_ENVS,
@@ -16,10 +17,11 @@ from gpuslice.allocation.cdi import (
     IMEX_SPEC_FILE,
     CdiError,
     IdStrategy,
+    build_spec,
     check_spec,
+    device_node,
     gpu_spec,
     imex_spec,
-    versioned,
     write_spec,
 )
 from gpuslice.allocation.cdi_driver import DISABLE_IPC, MOUNT_OPTIONS, CdiDriverOptions, driver_edits
@@ -126,10 +128,9 @@ def build_specs(node: Node, settings: CdiSettings, driver: DriverFiles | None = 
 def _feature_spec(feature: str, settings: CdiSettings) -> tuple[dict[str, Any], str | None]:
     """Device `all` of a GPUDirect feature: its env (as in NVIDIA's answer), device nodes and files found."""
     found = discover_feature_files(feature, settings.container_dev_root, settings.driver.container_driver_root)
-    root = settings.dev_root.rstrip("/")
     edits: dict[str, Any] = {"env": [f"{FEATURE_ENVS[feature]}=enabled"]}
     if found.device_nodes:
-        edits["deviceNodes"] = [{"path": p, "hostPath": root + p} if root else {"path": p} for p in found.device_nodes]
+        edits["deviceNodes"] = [device_node(p, settings.dev_root) for p in found.device_nodes]
     if found.files:
         edits["mounts"] = [
             {"hostPath": settings.driver.host_path(p), "containerPath": p, "options": list(MOUNT_OPTIONS)}
@@ -138,7 +139,7 @@ def _feature_spec(feature: str, settings: CdiSettings) -> tuple[dict[str, Any], 
     warning = None
     if not found.device_nodes:
         warning = f"{feature}Enabled: no {feature} device node under {settings.container_dev_root}/dev"
-    spec = versioned({"kind": feature_kind(feature), "devices": [{"name": "all", "containerEdits": edits}]})
+    spec = build_spec(feature_kind(feature), [{"name": ALL_DEVICES, "containerEdits": edits}])
     return spec, warning
 
 

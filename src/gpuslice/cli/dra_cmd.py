@@ -118,8 +118,9 @@ def _run(
     counter_layout: str,
 ) -> None:
     from gpuslice.dra.api import ApiError
-    from gpuslice.dra.app import DraApp, DraSettings
+    from gpuslice.dra.app import DraApp
     from gpuslice.dra.kube import LightkubeResourceApi
+    from gpuslice.dra.settings import DraSettings
     from gpuslice.dra.setup import DraSetup
     from gpuslice.dra.sockets import SocketError
 

@@ -14,6 +14,8 @@ from gpuslice.discovery.capabilities import (
     MigControl,
     MigControlError,
     Prober,
+    TimeSliceControl,
+    TimeSliceError,
 )
 from gpuslice.discovery.mig_recording import (
     RecordingMigControl,
@@ -32,6 +34,12 @@ from gpuslice.discovery.select import (
     BackendInitError,
     IdleBackend,
     make_backend,
+    make_fake_backend,
+)
+from gpuslice.discovery.timeslice import (
+    DEFAULT_TIMESLICE_LEVEL,
+    NvidiaSmiTimeSlice,
+    RecordingTimeSlice,
 )
 from gpuslice.discovery.xid import (
     XidEvent,
@@ -40,6 +48,7 @@ from gpuslice.discovery.xid import (
 __all__ = [
     "BACKEND_KINDS",
     "DEFAULT_PRESET",
+    "DEFAULT_TIMESLICE_LEVEL",
     "PRESETS",
     "Backend",
     "BackendInitError",
@@ -50,11 +59,16 @@ __all__ = [
     "MigControlError",
     "NodeSpec",
     "NodeSpecError",
+    "NvidiaSmiTimeSlice",
     "Prober",
     "RecordingMigControl",
+    "RecordingTimeSlice",
     "RecordsMigCalls",
+    "TimeSliceControl",
+    "TimeSliceError",
     "XidEvent",
     "load_node_spec",
     "make_backend",
+    "make_fake_backend",
     "parse_node_spec",
 ]

@@ -11,10 +11,10 @@ from typing import Any
 from gpuslice.allocation.cdi import (
     CONTROL_NODES,
     CdiError,
+    build_spec,
     common_edits,
     device_nodes,
     qualified_name,
-    versioned,
     write_spec,
 )
 from gpuslice.dra.names import CLAIM_CDI_CLASS, cdi_kind
@@ -82,18 +82,16 @@ def claim_spec(
     ]
     if mounts:
         common["mounts"] = mounts
-    return versioned(
-        {
-            "kind": cdi_kind(driver),
-            "containerEdits": common,
-            "devices": [
-                {
-                    "name": cdi_device_name(claim_uid, entry.device),
-                    "containerEdits": {"deviceNodes": device_nodes(entry.gpu, entry.mig, dev_root)},
-                }
-                for entry in devices
-            ],
-        }
+    return build_spec(
+        cdi_kind(driver),
+        [
+            {
+                "name": cdi_device_name(claim_uid, entry.device),
+                "containerEdits": {"deviceNodes": device_nodes(entry.gpu, entry.mig, dev_root)},
+            }
+            for entry in devices
+        ],
+        common,
     )
 
 

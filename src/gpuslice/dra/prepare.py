@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuslice.allocation.cdi import CONTROL_NODES, CdiError
-from gpuslice.discovery import MigControl, MigControlError
+from gpuslice.discovery import DEFAULT_TIMESLICE_LEVEL, MigControl, MigControlError, TimeSliceControl, TimeSliceError
 from gpuslice.dra.api import ApiError, ResourceApi
 from gpuslice.dra.cdi import (
     ClaimDeviceEdits,
@@ -28,7 +28,6 @@ from gpuslice.dra.devices import DraDevice
 from gpuslice.dra.mps import ClaimMpsDaemons, MpsClaimError, claim_mps_edits, daemon_dir
 from gpuslice.dra.opaque import TIMESLICE_LEVELS, MpsConfig
 from gpuslice.dra.owned import OwnPaths, confine
-from gpuslice.dra.timeslice import DEFAULT_LEVEL, TimeSliceControl, TimeSliceError
 from gpuslice.fsutil.atomic import leftover_temp_files
 from gpuslice.gpu import Gpu, MigInstance
 from gpuslice.sharing import Isolation, Resource, weakest
@@ -407,7 +406,7 @@ class Preparer:
             if self.parts.timeslice is None:
                 break
             try:
-                self.parts.timeslice.set_level(gpu_uuid, DEFAULT_LEVEL)
+                self.parts.timeslice.set_level(gpu_uuid, DEFAULT_TIMESLICE_LEVEL)
                 record = self._update(
                     replace(record, timeslice_gpus=tuple(g for g in record.timeslice_gpus if g != gpu_uuid))
                 )

@@ -242,9 +242,10 @@ class PluginApp:
             raise
 
     def stop(self) -> None:
-        """Stop serving, then the upkeep. Idempotent."""
+        """Stop serving, then the upkeep, then release the backend (NVML). Idempotent."""
         self.runtime.stop()
         self.upkeep.stop()
+        self.setup.backend.close()
 
     def reload(self, config_source: ConfigSource | KeepSource = KEEP_SOURCE) -> bool:
         """Re-read the config (SIGHUP), or switch to `config_source`; True if the new config now serves.

@@ -1,7 +1,7 @@
 """Limits on what one gRPC client may ask of a resource server: open streams, request size, IDs per request.
 
-The service checks them inside its handlers (plugin.service) and gRPC enforces the size (server_options):
-no server interceptor, whose pipeline gRPC runs on every call."""
+The service checks them inside its handlers (plugin.service) and gRPC enforces the size (wire.server_options,
+the cap every server of ours has): no server interceptor, whose pipeline gRPC runs on every call."""
 
 from __future__ import annotations
 
@@ -21,8 +21,6 @@ MAX_STREAMS_PER_RESOURCE = 8
 # How long after a Register returned the registration window stays open (StreamSlots): the kubelet opens
 # its stream as soon as its Register call has dialled us back.
 KUBELET_STREAM_WINDOW_S = 5.0
-# The kubelet's own gRPC limit; a request for every device we may advertise is far smaller (see config.limits).
-MAX_REQUEST_BYTES = 4 << 20
 # No request can sensibly name more devices than a resource advertises.
 MAX_IDS_PER_REQUEST = MAX_DEVICES_PER_RESOURCE
 # A pod with more containers than this cannot be stored by the API server (1.5 MiB objects) anyway.
@@ -121,8 +119,3 @@ def request_problem(method: str, request: Any) -> str | None:
                 f"{method}: {count} {what}, over the limit of {MAX_IDS_PER_REQUEST} per request (MAX_IDS_PER_REQUEST)"
             )
     return None
-
-
-def server_options() -> list[tuple[str, int]]:
-    """gRPC server options: the request size cap (gRPC refuses a larger message with RESOURCE_EXHAUSTED)."""
-    return [("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]

@@ -12,9 +12,8 @@ import grpc
 
 from gpuslice.fsutil.sockets import remove_own_socket, remove_stale_socket, socket_inode
 from gpuslice.plugin.naming import socket_name
-from gpuslice.plugin.rpc_limits import server_options
 from gpuslice.plugin.service import SERVICE_NAME, ResourceService
-from gpuslice.wire import API_VERSION, SOCKET_PATH_MAX, deviceplugin_grpc, deviceplugin_pb2
+from gpuslice.wire import API_VERSION, SOCKET_PATH_MAX, deviceplugin_grpc, deviceplugin_pb2, server_options
 
 log = logging.getLogger("gpuslice.plugin")
 

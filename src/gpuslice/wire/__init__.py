@@ -30,6 +30,15 @@ UNHEALTHY = "Unhealthy"
 DEFAULT_KUBELET_SOCKET = "/var/lib/kubelet/device-plugins/kubelet.sock"
 DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
 SOCKET_PATH_MAX = 107  # a Unix socket path: sun_path holds 108 bytes including the terminating NUL
+# The kubelet's own gRPC message limit, and the most any of our servers (device plugin, DRA) accepts in one
+# request; a request for every device we may advertise is far smaller (see config.limits).
+MAX_REQUEST_BYTES = 4 << 20
+
+
+def server_options() -> list[tuple[str, int]]:
+    """gRPC server options: the request size cap (gRPC refuses a larger message with RESOURCE_EXHAUSTED)."""
+    return [("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
+
 
 __all__ = [
     *_GENERATED,
@@ -37,6 +46,8 @@ __all__ = [
     "DEFAULT_KUBELET_SOCKET",
     "DEFAULT_POD_RESOURCES_SOCKET",
     "HEALTHY",
-    "UNHEALTHY",
+    "MAX_REQUEST_BYTES",
     "SOCKET_PATH_MAX",
+    "UNHEALTHY",
+    "server_options",
 ]
