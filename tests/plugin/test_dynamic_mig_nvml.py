@@ -25,7 +25,7 @@ def _mig_calls(fake: FakeNvml) -> list[tuple[str, tuple[Any, ...]]]:
 
 
 def _plugin(fake: FakeNvml, kubelet: MockKubelet, checkpoint: Path) -> tuple[PluginManager, DynamicMigRuntime]:
-    """As `gpuslice plugin --backend nvml` builds it: discover, claimed GPUs from the checkpoint, runtime_for."""
+    """As `gpuslice plugin --backend nvml` builds it: discover, claimed GPUs from the checkpoint, then the runtime."""
     backend = NvmlBackend(fake, driver_root="/nonexistent-root")
     app = build_app(
         checkpoint.parent,

@@ -21,6 +21,7 @@ from gpuslice.dra.names import (
     DriverNameError,
 )
 from gpuslice.dra.slices import API_VERSIONS
+from gpuslice.logs import configure_logging
 
 _DEFAULT_REGISTRY = f"{DEFAULT_KUBELET_ROOT}/{REGISTRY_DIR_NAME}"
 _DEFAULT_PLUGINS = f"{DEFAULT_KUBELET_ROOT}/{PLUGINS_DIR_NAME}"
@@ -74,8 +75,7 @@ def dra(
     **nvidia: str | None,
 ) -> None:
     """Run the DRA kubelet plugin: register with the kubelet, publish ResourceSlices, prepare claims."""
-    logging.basicConfig(level=getattr(logging, log_level.upper()), format="%(levelname).1s %(name)s: %(message)s")
-    logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per API request is noise at info
+    configure_logging(level=getattr(logging, log_level.upper()), node_name=node_name)
     log = logging.getLogger("gpuslice.dra")
     from gpuslice.dra.checkpoint import ClaimCheckpoint, gpus_with_prepared_migs
     from gpuslice.dra.names import CHECKPOINT_NAME, plugin_dir

@@ -18,6 +18,7 @@ from gpuslice.discovery.select import BACKEND_KINDS, BackendInitError, make_back
 from gpuslice.labels.loop import Labeller, LoopControl
 from gpuslice.labels.nodefeature import NodeFeatureError
 from gpuslice.labels.settings import LabelOptions, NodeFeatureMode, load_settings
+from gpuslice.logs import configure_logging
 
 # Command-line flags -> config keys; their environment variables are read by the config package (GFD_FLAGS).
 _FLAG_KEYS = {
@@ -92,9 +93,7 @@ def labels(
     **flags: Any,
 ) -> None:
     """Compute gpu-feature-discovery compatible node labels (plus gpuslice.io isolation labels)."""
-    logging.basicConfig(
-        level=logging.WARNING if quiet else logging.INFO, stream=sys.stderr, format="%(levelname)s %(message)s"
-    )
+    configure_logging(level=logging.WARNING if quiet else logging.INFO, node_name=node_name)
     try:
         watcher = node_config_watcher(
             config_file_srcdir, node_label, default_config, fallback_strategies, node_name, config_file

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+
 import click
 
 from gpuslice.cli.lazy import LazyGroup
+from gpuslice.logs import configure_logging
 
 SIM_SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("gpuslice.cli.sim_compare_cmd:compare", "Compare placement policies on a trace."),
@@ -22,3 +25,4 @@ SIM_SUBCOMMANDS: dict[str, tuple[str, str]] = {
 @click.group(cls=LazyGroup, lazy_commands=SIM_SUBCOMMANDS)
 def sim() -> None:
     """Simulate GPU cluster scheduling policies on synthetic and real traces."""
+    configure_logging(level=logging.WARNING)  # its reports go to stdout; only warnings are logged
