@@ -61,7 +61,7 @@ protos: $(STAMP)
 # installed here when missing; root). Not part of `make test`: .ci/run runs it after.
 runtime-check: $(STAMP)
 	tools/install_runtime.sh
-	$(BIN)/pytest -q -m runtime tests/runtime
+	$(BIN)/pytest -q -rs -m runtime tests/runtime
 
 device-check: $(STAMP)
 	$(BIN)/python tools/device_check.py

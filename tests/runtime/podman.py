@@ -50,13 +50,13 @@ class Podman:
         imported = self.run("import", str(image), IMAGE)
         if imported.returncode != 0:
             raise RuntimeUnavailable(f"podman import failed: {imported.stderr.strip()}")
-        plain = self.run("run", "--rm", IMAGE, "/bin/echo", "ok")
+        plain = self.run("run", "--rm", "--network", "none", IMAGE, "/bin/echo", "ok")
         if plain.returncode != 0 or plain.stdout.strip() != "ok":
             raise RuntimeUnavailable(f"a plain container does not start here: {plain.stderr.strip()}")
 
     def run_with_devices(self, cdi_names: Sequence[str], script: str) -> subprocess.CompletedProcess[str]:
         devices = [arg for name in cdi_names for arg in ("--device", name)]
-        return self.run("run", "--rm", *devices, IMAGE, "/bin/sh", "-c", script)
+        return self.run("run", "--rm", "--network", "none", *devices, IMAGE, "/bin/sh", "-c", script)
 
     def _busybox_image(self) -> Path:
         busybox = shutil.which("busybox")
