@@ -26,13 +26,9 @@ def test_counter_sets_move_to_their_own_slice_when_the_server_asks() -> None:
         try:
             assert kubelet.watcher.wait_registered(DRIVER, timeout=10)
             assert kubelet.wait_for_slices(DRIVER, min_devices=30)
-            # Publishing runs on its own thread (the start never waits for the API): the split follows.
-            assert kubelet.api.store.wait_for(
-                lambda: any(
-                    s["spec"].get("sharedCounters") and not s["spec"].get("devices") for s in kubelet.slices(DRIVER)
-                ),
-                10.0,
-            )
+            assert app.slices is not None and app.slices.wait_synced(10)  # publishing runs on its own thread
+            slices = kubelet.slices(DRIVER)
+            assert any(s["spec"].get("sharedCounters") and not s["spec"].get("devices") for s in slices)
             for name in ("big-1", "big-2", "big-3"):
                 kubelet.create_claim(claim(name, MIG_CLASS, BIG))
             kubelet.admit("pod-1", ["big-1"])

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from gpuslice.dra.api import ApiError, ResourceApi
-from gpuslice.dra.claims import ClaimRef
+from gpuslice.dra.claims import ClaimPrepareError, ClaimRef
 
 READ_WORKERS = 8  # concurrent reads per process: a pod has at most 32 claims, the API server its own limits
 
@@ -24,10 +24,14 @@ _Result = dict[str, Any] | None | ApiError
 
 class ClaimReads:
     """A ResourceApi whose `get_claim` answers from what `prefetch` read for this thread's call (once), and
-    from the API otherwise; every other call goes straight through."""
+    from the API otherwise; every other call goes straight through. `prepared(uid)` says which claims
+    answer from their record and need no read."""
 
-    def __init__(self, api: ResourceApi, workers: int = READ_WORKERS) -> None:
+    def __init__(
+        self, api: ResourceApi, prepared: Callable[[str], bool] = lambda uid: False, workers: int = READ_WORKERS
+    ) -> None:
         self.api = api
+        self._prepared = prepared
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dra-claim-read")
         self._local = threading.local()
 
@@ -35,6 +39,8 @@ class ClaimReads:
         """Read the claims of one call at once; waits at most `budget_s` for them."""
         futures: dict[tuple[str, str], Future[dict[str, Any] | None]] = {}
         for ref in refs:
+            if not _valid(ref) or self._prepared(ref.uid):
+                continue  # refused by prepare with its own message, or answered from its record
             key = (ref.namespace, ref.name)
             if key not in futures:
                 futures[key] = self._pool.submit(self.api.get_claim, ref.namespace, ref.name)
@@ -79,3 +85,11 @@ class ClaimReads:
     def close(self) -> None:
         self.api.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _valid(ref: ClaimRef) -> bool:
+    try:
+        ref.check()
+    except ClaimPrepareError:
+        return False
+    return True

@@ -17,7 +17,7 @@ log = logging.getLogger("gpuslice.dra")
 
 DRA_FIELD_MANAGER = "gpuslice-dra"
 CLAIM_READ_S = 10.0  # one claim read, API discovery included: well inside the kubelet's 45 s per call
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 class LightkubeResourceApi:
@@ -47,7 +47,7 @@ class LightkubeResourceApi:
         return slices, claims
 
     @staticmethod
-    def _call(call: Callable[[], T]) -> T:
+    def _call(call: Callable[[], _T]) -> _T:
         try:
             return call()
         except KubeError as exc:

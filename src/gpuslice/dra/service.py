@@ -11,11 +11,10 @@ from typing import Any
 
 import grpc
 
-from gpuslice.dra.checkpoint import ClaimRecord
 from gpuslice.dra.claim_reads import ClaimReads
 from gpuslice.dra.claims import ClaimPrepareError, ClaimRef
+from gpuslice.dra.contract import ClaimDriver
 from gpuslice.dra.names import DRA_SUPPORTED_VERSIONS, PLUGIN_TYPE
-from gpuslice.dra.prepare import Preparer
 from gpuslice.wire import dra_v1_grpc, dra_v1_pb2, dra_v1beta1_grpc, dra_v1beta1_pb2, pluginregistration_grpc
 from gpuslice.wire import pluginregistration_pb2 as registration_pb2
 
@@ -49,16 +48,16 @@ def _refs(request: Any, context: Any) -> list[ClaimRef]:
 
 
 class NodeService:
-    """NodePrepareResources / NodeUnprepareResources over a Preparer; `pb` is the version's message module.
+    """NodePrepareResources / NodeUnprepareResources over a ClaimDriver; `pb` is the version's message module.
 
     Every requested claim UID gets exactly one entry; a claim's failure is its own entry's error and
     never fails the call, so one bad claim cannot stop the others.
     """
 
     def __init__(
-        self, preparer: Preparer, pb: Any, budget_s: float = CALL_BUDGET_S, reads: ClaimReads | None = None
+        self, driver: ClaimDriver, pb: Any, budget_s: float = CALL_BUDGET_S, reads: ClaimReads | None = None
     ) -> None:
-        self.preparer = preparer
+        self.driver = driver
         self.pb = pb
         self.budget_s = budget_s
         self.reads = reads
@@ -66,24 +65,21 @@ class NodeService:
     def NodePrepareResources(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC method name)
         end = time.monotonic() + _budget(context, self.budget_s)
         refs = _refs(request, context)
-        if self.reads is not None:
-            # Read every claim at once (each with its own deadline); half the budget is left to prepare.
-            # A claim already prepared answers from its record and is not read again.
-            records = self.preparer.records()
-            wanted = [ref for ref in refs if _valid(ref) and _unprepared(records.get(ref.uid))]
-            self.reads.prefetch(wanted, (end - time.monotonic()) / 2)
+        if self.reads is None:
+            return self._prepare_all(refs, end)
+        # Read every claim at once (each with its own deadline); half the budget is left to prepare.
+        self.reads.prefetch(refs, (end - time.monotonic()) / 2)
         try:
             return self._prepare_all(refs, end)
         finally:
-            if self.reads is not None:
-                self.reads.done()
+            self.reads.done()
 
     def _prepare_all(self, refs: list[ClaimRef], end: float) -> Any:
         response = self.pb.NodePrepareResourcesResponse()
         for ref in refs:
             entry = response.claims[ref.uid[:MAX_FIELD_LENGTH]]
             try:
-                record = self.preparer.prepare(ref, end - time.monotonic())
+                devices = self.driver.prepare(ref, end - time.monotonic())
             except ClaimPrepareError as exc:
                 entry.error = str(exc)
                 log.warning("prepare %s: %s", ref.uid[:64], exc)
@@ -92,7 +88,7 @@ class NodeService:
                 entry.error = f"claim {ref}: internal error: {type(exc).__name__}: {exc}"
                 log.exception("prepare %s failed", ref.uid[:64])
                 continue
-            for device in record.devices:
+            for device in devices:
                 entry.devices.add(
                     request_names=list(device.requests),
                     pool_name=device.pool,
@@ -107,7 +103,7 @@ class NodeService:
         for ref in _refs(request, context):
             entry = response.claims[ref.uid[:MAX_FIELD_LENGTH]]
             try:
-                self.preparer.unprepare(ref, end - time.monotonic())
+                self.driver.unprepare(ref, end - time.monotonic())
             except ClaimPrepareError as exc:
                 entry.error = str(exc)
                 log.warning("unprepare %s: %s", ref.uid[:64], exc)
@@ -117,24 +113,13 @@ class NodeService:
         return response
 
 
-def _unprepared(record: ClaimRecord | None) -> bool:
-    return record is None or record.state != "PrepareCompleted"
-
-
-def _valid(ref: ClaimRef) -> bool:
-    try:
-        ref.check()
-    except ClaimPrepareError:
-        return False  # refused by prepare with its own message; never sent to the API server
-    return True
-
-
 def add_node_services(
-    server: Any, preparer: Preparer, budget_s: float = CALL_BUDGET_S, reads: ClaimReads | None = None
+    server: Any, driver: ClaimDriver, budget_s: float = CALL_BUDGET_S, reads: ClaimReads | None = None
 ) -> None:
-    """Both versions on one server: a 1.32 kubelet calls v1beta1, 1.34+ calls v1."""
-    v1 = NodeService(preparer, dra_v1_pb2, budget_s, reads)
-    v1beta1 = NodeService(preparer, dra_v1beta1_pb2, budget_s, reads)
+    """Both versions on one server: a 1.32 kubelet calls v1beta1, 1.34+ calls v1. With `reads`, the claims
+    of each prepare call are read from the API server at once before the driver prepares them."""
+    v1 = NodeService(driver, dra_v1_pb2, budget_s, reads)
+    v1beta1 = NodeService(driver, dra_v1beta1_pb2, budget_s, reads)
     dra_v1_grpc.add_DRAPluginServicer_to_server(v1, server)  # type: ignore[no-untyped-call]
     dra_v1beta1_grpc.add_DRAPluginServicer_to_server(v1beta1, server)  # type: ignore[no-untyped-call]
 

@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
+
+from gpuslice.fsutil.regular import first_entries
+
+_TEMP_PREFIX, _TEMP_SUFFIX = ".", ".tmp"  # `.<target name>.<random>.tmp`, beside the target
 
 
 def atomic_write_bytes(path: str | Path, data: bytes, mode: int = 0o644) -> Path:
@@ -15,7 +23,9 @@ def atomic_write_bytes(path: str | Path, data: bytes, mode: int = 0o644) -> Path
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    descriptor, temp_name = tempfile.mkstemp(
+        dir=target.parent, prefix=f"{_TEMP_PREFIX}{target.name}.", suffix=_TEMP_SUFFIX
+    )
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
@@ -35,9 +45,48 @@ def atomic_write_text(path: str | Path, text: str, mode: int = 0o644) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"), mode)
 
 
+def temp_file_pattern(target: str) -> re.Pattern[str]:
+    """The names of the temp files atomic writes leave when killed mid-write, for targets matching `target`
+    (a regular expression of the target's name): what a start may remove as its own leftovers."""
+    return re.compile(rf"{re.escape(_TEMP_PREFIX)}(?:{target})\.[A-Za-z0-9_]+{re.escape(_TEMP_SUFFIX)}")
+
+
+def leftover_temp_files(path: str | Path, max_entries: int = 100_000) -> list[Path]:
+    """Temp files that atomic writes to `path` left when killed mid-write (no directories), among the first
+    `max_entries` entries of its directory."""
+    target = Path(path)
+    pattern = temp_file_pattern(re.escape(target.name))
+    entries = first_entries(target.parent, max_entries)
+    return [Path(e.path) for e in entries if pattern.fullmatch(e.name) and not e.is_dir(follow_symlinks=False)]
+
+
 def _fsync_directory(directory: Path) -> None:
     handle = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(handle)  # the rename itself must survive a crash
     finally:
         os.close(handle)
+
+
+@contextmanager
+def atomic_text_writer(path: str | Path, mode: int = 0o644) -> Iterator[TextIO]:
+    """A text stream whose content replaces `path` when the block ends without an error (the streamed
+    counterpart of atomic_write_text, for outputs too large to hold in memory).
+
+    The stream is a new temp file beside the target (created exclusively, so no link is followed); the
+    rename then replaces whatever `path` was, a planted symlink included, instead of writing through it.
+    On an error the temp file is removed and `path` is left as it was."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp_name, mode)
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    _fsync_directory(target.parent)

@@ -115,16 +115,24 @@ class KubeClient:
         cls,
         field_manager: str,
         *,
+        kubeconfig: str | None = None,
+        context: str | None = None,
         limits: Limits | None = None,
         counters: ApiCounters | None = None,
+        required: bool = False,
     ) -> KubeClient:
-        """The in-cluster service account, else KUBECONFIG or ~/.kube/config; without one, a clear warning."""
+        """The in-cluster service account, else KUBECONFIG or ~/.kube/config (or `kubeconfig`, and its
+        `context`). Without one: NoConfig when `required` (a one-shot command), else a clear warning and a
+        client whose requests fail as NoConfig (a node process keeps serving); `problem` says why."""
         from lightkube import KubeConfig
 
         try:
-            config = KubeConfig.from_env().get()
+            found = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+            config = found.get(context_name=context) if context else found.get()
         except Exception as exc:  # lightkube raises several config error types; all mean "no cluster"
             problem = f"no API server configured (in-cluster service account or kubeconfig): {exc}"
+            if required:
+                raise NoConfig(problem) from None
             log.warning("%s; going on without the API server", problem)
             return cls(None, problem=problem, limits=limits, counters=counters)
         return cls._build(config, field_manager, limits, counters)
@@ -171,6 +179,11 @@ class KubeClient:
     def configured(self) -> bool:
         return self._generic is not None
 
+    @property
+    def problem(self) -> str | None:
+        """Why there is no API server to talk to (None: there is one)."""
+        return self._problem
+
     def close(self) -> None:
         """End every request in flight at once (a stopping process) and refuse new ones."""
         self._closed.set()
@@ -193,18 +206,23 @@ class KubeClient:
         namespace: str | None = None,
         fields: Mapping[str, str] | None = None,
         labels: Mapping[str, str] | None = None,
+        page_size: int | None = None,
+        max_pages: int | None = None,
         what: str = "",
     ) -> list[Any]:
-        """Every object, following `continue` up to the page cap (TooManyPages beyond it)."""
+        """Every object, following `continue` up to the page cap (TooManyPages beyond it). `namespace` "*"
+        lists all namespaces; `page_size` and `max_pages` replace the client's limits for this list (a
+        cluster-wide read needs more than a node's own)."""
         what = what or f"list {_kind(res)}"
+        pages = max_pages if max_pages is not None else self.limits.max_pages
         params = {
-            "limit": self.limits.page_size,
+            "limit": page_size if page_size is not None else self.limits.page_size,
             "fieldSelector": _selector(fields),
             "labelSelector": _selector(labels),
         }
         br = self._prepare(what, "list", res=res, namespace=namespace, params=params)
         found: list[Any] = []
-        for _ in range(self.limits.max_pages):
+        for _ in range(pages):
             page = self._json_object(what, self._exchange(what, br))
             found.extend(self._decode_items(what, page.get("items"), res))
             metadata = page.get("metadata")
@@ -214,9 +232,7 @@ class KubeClient:
             if not isinstance(token, str) or len(token) > 64 * 1024:
                 raise self._count(Malformed(f"{what}: metadata.continue is not a token"))
             br.params["continue"] = token
-        raise self._count(
-            TooManyPages(f"{what}: the server still had more after {self.limits.max_pages} pages; refused")
-        )
+        raise self._count(TooManyPages(f"{what}: the server still had more after {pages} pages; refused"))
 
     def create(self, obj: Any, *, namespace: str | None = None, what: str = "") -> None:
         what = what or f"create {_name_of(obj)}"
@@ -433,7 +449,9 @@ class KubeClient:
 
         if self._closed.is_set():
             return self._count(Stopped(f"{what}: the API client was closed"))
-        if isinstance(exc, httpx2.TimeoutException) and time.monotonic() >= end - 0.05:
+        from gpuslice.kube.deadline import ends_by
+
+        if isinstance(exc, httpx2.TimeoutException) and time.monotonic() >= ends_by(end) - 0.05:
             return self._count(DeadlineExceeded(f"{what}: no complete answer within its deadline"))
         return self._count(KubeError(f"{what}: {type(exc).__name__}: {str(exc)[:200]}"))
 

@@ -29,6 +29,12 @@ def until(end: float) -> Iterator[None]:
         _DEADLINE.reset(token)
 
 
+def ends_by(end: float) -> float:
+    """`end`, or this thread's deadline when that comes sooner."""
+    outer = _DEADLINE.get()
+    return end if outer is None else min(end, outer)
+
+
 def remaining() -> float | None:
     """Seconds left of this thread's deadline (None: no deadline)."""
     end = _DEADLINE.get()

@@ -7,9 +7,14 @@ from typing import Any
 
 def node_resource() -> Any:
     """core/v1 Node (lightkube's generated model)."""
-    from lightkube.resources.core_v1 import Node
+    return typed_resource("core_v1", "Node")
 
-    return Node
+
+def typed_resource(module: str, kind: str) -> Any:
+    """A kind lightkube has a generated model for: `typed_resource("resource_v1", "ResourceSlice")`."""
+    import importlib
+
+    return getattr(importlib.import_module(f"lightkube.resources.{module}"), kind)
 
 
 def generic_resource(group: str, version: str, kind: str, plural: str, *, namespaced: bool) -> Any:

@@ -1,0 +1,165 @@
+"""`KubeletPlugin`: the kubelet half of the DRA plugin (sockets, registration, slices, health) over a ClaimDriver."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gpuslice.dra.api import ApiError, ResourceApi
+from gpuslice.dra.claim_reads import ClaimReads
+from gpuslice.dra.contract import ClaimDriver
+from gpuslice.dra.devices import DraDevice
+from gpuslice.dra.health_service import ResourceHealthService, add_health_service
+from gpuslice.dra.publish import SliceController
+from gpuslice.dra.service import RegistrationService, add_node_services, add_registration_service
+from gpuslice.dra.settings import DraSettings
+from gpuslice.dra.slices import PoolSpec
+from gpuslice.dra.sockets import UnixServer, serve
+from gpuslice.sharing import HealthStore
+
+log = logging.getLogger("gpuslice.dra")
+
+_NODE_WORKERS = 8
+_REGISTRATION_WORKERS = 2
+UNPUBLISH_WAIT_S = 0.8  # at stop: SIGTERM must end the process within 2 s whatever the API server does
+
+
+class KubeletPlugin:
+    """Serves a ClaimDriver to the kubelet, as the kubelet's own DRA helper library does for Go drivers.
+
+    It owns what every DRA driver needs alike: the DRA node service (v1 and v1beta1) and the health
+    stream on dra.sock, the registration socket (served again if it vanishes), and the node's
+    ResourceSlices, which list the pool's healthy devices and are republished when health changes or
+    the kubelet registers us again. It knows nothing of GPUs: the driver prepares, and `health` says
+    which of `devices` are offered.
+
+    Start order: dra.sock, then slice publishing (on a thread of its own: the start never waits for the
+    API server), then the registration socket, so the kubelet never reaches a plugin that cannot answer
+    yet. A publishing thread that dies is started again. Stop: registration first (the kubelet stops
+    sending), then dra.sock, then the slices are deleted, waiting at most UNPUBLISH_WAIT_S for the API.
+    `reads`, when given, reads the claims of each prepare call at once (dra.claim_reads).
+    """
+
+    def __init__(
+        self,
+        settings: DraSettings,
+        api: ResourceApi,
+        driver: ClaimDriver,
+        pool_name: str,
+        devices: Sequence[DraDevice],
+        health: HealthStore,
+        reads: ClaimReads | None = None,
+    ) -> None:
+        self.settings = settings
+        self.reads = reads
+        self.api = api
+        self.driver = driver
+        self.pool_name = pool_name
+        self.devices = devices
+        self.health = health
+        self.health_service = ResourceHealthService(pool_name, devices, health)
+        self.registration = RegistrationService(settings.driver, str(settings.dra_socket), self._registered)
+        self.slices: SliceController | None = None
+        self._node_server: UnixServer | None = None
+        self._registration_server: UnixServer | None = None
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self._remove_listener: Callable[[], None] | None = None
+
+    def published_devices(self) -> Sequence[DraDevice]:
+        """The devices offered now: healthy ones only (an unhealthy device leaves the pool until it heals)."""
+        return [device for device in self.devices if self.health.is_healthy(device.advertised)]
+
+    def pool_spec(self) -> PoolSpec:
+        version = self.settings.resource_api_version
+        if version == "auto":
+            version = self.api.resource_version()
+        layout = "combined" if self.settings.counter_layout == "auto" else self.settings.counter_layout
+        return PoolSpec(self.settings.driver, self.pool_name, version, layout)
+
+    def start(self) -> None:
+        self.health_service.stopping.clear()
+        self._node_server = serve(self.settings.dra_socket, self._add_node_services, _NODE_WORKERS, "dra-node")
+        self.slices = SliceController(self.api, self.pool_spec, self.published_devices, self.settings.resync_s)
+        self.slices.start()
+        self._remove_listener = self.health.add_listener(self.slices.poke)
+        self._serve_registration()
+        self._stop.clear()
+        self._watcher = threading.Thread(target=self._watch_socket, name="dra-reg-watch", daemon=True)
+        self._watcher.start()
+        log.info(
+            "DRA driver %s serving %s (registration %s), %d device(s)",
+            self.settings.driver,
+            self.settings.dra_socket,
+            self.settings.registration_socket,
+            len(self.devices),
+        )
+
+    def _add_node_services(self, server: Any) -> None:
+        add_node_services(server, self.driver, self.settings.call_budget_s, self.reads)
+        add_health_service(server, self.health_service)
+
+    def _serve_registration(self) -> None:
+        self._registration_server = serve(
+            self.settings.registration_socket,
+            lambda server: add_registration_service(server, self.registration),
+            _REGISTRATION_WORKERS,
+            "dra-reg",
+        )
+
+    def _watch_socket(self) -> None:
+        # The kubelet finds plugins by their registration socket; if it vanished (a cleanup, a kubelet
+        # reinstall) we put it back, and the plugin watcher registers us again. A publishing thread that
+        # died is started again: without it the node's devices would vanish from the scheduler for good.
+        while not self._stop.wait(self.settings.socket_check_s):
+            if self.slices is not None and not self.slices.alive:
+                log.error("the ResourceSlice publisher stopped; starting it again")
+                self.slices.start()
+            server = self._registration_server
+            if server is not None and not server.socket_present():
+                log.warning("registration socket %s disappeared; serving it again", server.path)
+                server.stop()
+                self._serve_registration()
+
+    def _registered(self) -> None:
+        if self.slices is not None:
+            self.slices.poke()  # a restarted kubelet wiped the node's slices
+
+    def stop(self, delete_slices: bool = True) -> None:
+        """Stop registration first (the kubelet stops sending), then the node service, then unpublish."""
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=5)
+            self._watcher = None
+        if self._registration_server is not None:
+            self._registration_server.stop()
+            self._registration_server = None
+        self.health_service.stopping.set()  # health streams end, so the server stops within its grace
+        if self._node_server is not None:
+            self._node_server.stop()
+            self._node_server = None
+        if self._remove_listener is not None:
+            self._remove_listener()
+            self._remove_listener = None
+        if self.slices is not None:
+            self.slices.stop()
+            if delete_slices:
+                _unpublish(self.slices)
+
+
+def _unpublish(slices: SliceController) -> None:
+    """Delete our slices, waiting at most UNPUBLISH_WAIT_S (the scheduler drops a dead node's later)."""
+
+    def delete() -> None:
+        try:
+            slices.delete_all()
+        except ApiError as exc:
+            log.warning("could not delete our ResourceSlices: %s", exc)
+
+    worker = threading.Thread(target=delete, name="dra-unpublish", daemon=True)
+    worker.start()
+    worker.join(UNPUBLISH_WAIT_S)
+    if worker.is_alive():
+        log.warning("the API server did not answer within %g s; leaving our ResourceSlices", UNPUBLISH_WAIT_S)
