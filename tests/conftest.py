@@ -12,6 +12,19 @@ from hypothesis import HealthCheck, settings
 from tests.support.dirs import short_temp_dir
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _config_readers_agree() -> Iterator[None]:
+    """Every config mapping a test reads in-process goes through both readers, which must agree
+    (tests/support/config_paths.py): the direct reader's answer is then the schema's, on every config here."""
+    from gpuslice.config import direct, load
+    from tests.support.config_paths import agreeing_read
+
+    original = direct.read_direct
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(load, "read_direct", lambda data: agreeing_read(data, original))
+        yield
+
+
 @pytest.fixture
 def workdir() -> Iterator[Path]:
     """A short temp directory for Unix sockets (see short_temp_dir), removed after the test."""
