@@ -152,7 +152,7 @@ def _dra_start(kubelet: MockDraKubelet, number: int, config_file: Path) -> float
     args = ["dra", "--backend", "fake", "--node-spec", NODE_SPEC, "--node-name", DRA_NODE, "--driver-name", DRA_DRIVER]
     args += ["--config-file", str(config_file), "--kube-api-server", kubelet.api_url]
     args += ["--plugins-registry", str(kubelet.registry_dir), "--plugins-dir", str(kubelet.plugins_dir)]
-    args += ["--cdi-spec-dir", str(kubelet.root / "cdi"), "--resource-api-version", "v1"]
+    args += ["--cdi-spec-dir", str(kubelet.root / "cdi")]
     watcher = kubelet.watcher
     seen = watcher.registrations
     started = time.perf_counter()

@@ -71,6 +71,8 @@ def modules_after(statement: str) -> list[str]:
         ("import gpuslice.cli.main", NOT_ON_HELP_PATH),
         ("import gpuslice.cli.plugin_cmd", NOT_ON_DEFAULT_PLUGIN_PATH),
         ("import gpuslice.cli.kubelet_cmd", NOT_ON_PLUGIN_PATH[:-1]),
+        # `gpuslice dra` shares NVIDIA's flags with the plugin (cli.nvidia_options), not the plugin's modules
+        ("import gpuslice.cli.dra_cmd", ("gpuslice.plugin", "gpuslice.cli.plugin_cmd", "gpuslice.kubelet")),
     ],
 )
 def test_importing_a_command_loads_nothing_it_does_not_need(statement: str, forbidden: tuple[str, ...]) -> None:
