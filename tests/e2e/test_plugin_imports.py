@@ -131,7 +131,13 @@ def test_a_running_plugin_imported_nothing_it_does_not_need(workdir: Path) -> No
 
 # a valid config file is read by the direct reader (config.direct): the schema's pydantic models, whose
 # building is most of what a file used to add to a start, load only to word an error
-NOT_ON_CONFIG_FILE_PLUGIN_PATH = (*NOT_ON_PLUGIN_PATH, "pydantic", "pydantic_core", "gpuslice.config.schema")
+NOT_ON_CONFIG_FILE_PLUGIN_PATH = (
+    *NOT_ON_PLUGIN_PATH,
+    "pydantic",
+    "pydantic_core",
+    "gpuslice.config.schema",
+    "tempfile",  # fsutil.atomic names its temp files itself: tempfile brings shutil, bz2, lzma and random
+)
 CONFIG_FILE = """\
 version: v1
 flags: {migStrategy: none, plugin: {deviceListStrategy: [envvar], passDeviceSpecs: false}, gfd: {sleepInterval: 60s}}
