@@ -1,24 +1,32 @@
-# gpuslice: `make demo` runs the walkthrough, `make test` runs every check. Both build .venv first.
+# gpuslice: `make demo` runs the walkthrough, `make test` runs every check. Both build .venv first: the demo
+# only what it runs (requirements/demo.lock), everything else when a target needs it (requirements/dev.lock).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed
+PIP := $(BIN)/pip install --quiet --disable-pip-version-check
 export PYTHONUNBUFFERED := 1
 
 .PHONY: all venv demo test lint typecheck imports bench fuzz reproduce protos device-check lock clean
 
 all: test
 
-# requirements/dev.lock pins and hashes every package (runtime, simulator, tools, build backend): `make lock`.
-$(STAMP): requirements/dev.lock pyproject.toml
+# requirements/demo.lock pins and hashes the runtime, the simulator extra and the build backend; dev.lock
+# adds the tools of `make test` (same versions: `make lock` writes both). pip keeps what is installed already.
+$(DEMO_STAMP): requirements/demo.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r requirements/dev.lock
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(PIP) --require-hashes --no-deps -r requirements/demo.lock
+	$(PIP) --no-deps --no-build-isolation -e .
+	touch $(DEMO_STAMP)
+
+$(STAMP): $(DEMO_STAMP) requirements/dev.lock
+	$(PIP) --require-hashes --no-deps -r requirements/dev.lock
 	touch $(STAMP)
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/gpuslice demo
 
 lint: $(STAMP)

@@ -93,8 +93,8 @@ def timeslice_for(setup: DraSetup) -> TimeSliceControl:
 class DraApp:
     """Node service + registration + slice publishing over one Preparer. `start()`, then `stop()`.
 
-    Start order: resume prepared claims, serve dra.sock, publish slices, and only then offer the
-    registration socket, so the kubelet never reaches a plugin that cannot answer yet.
+    Start order: resume prepared claims, serve dra.sock, offer the registration socket (the kubelet
+    never reaches a plugin that cannot answer), then publish slices.
     """
 
     def __init__(
@@ -186,14 +186,17 @@ class DraApp:
             "dra-node",
         )
         self.slices = SliceController(self.api, self.pool_spec, self.published_devices, self.settings.resync_s)
+        self._remove_listener = self.health.add_listener(self.slices.poke)
+        self.health_loop.start()
+        # The node service answers and health is watched from here on, so the kubelet may register us now;
+        # the first publish (the API client's making and its round trips: most of a start) follows, and
+        # every registration pokes the slices again (a starting kubelet deletes the node's slices).
+        self._serve_registration()
         try:
             self.slices.sync()
         except ApiError as exc:
             log.warning("first publish of ResourceSlices failed (will retry): %s", exc)
         self.slices.start()
-        self._remove_listener = self.health.add_listener(self.slices.poke)
-        self.health_loop.start()
-        self._serve_registration()
         self._stop.clear()
         self._watcher = threading.Thread(target=self._watch_socket, name="dra-reg-watch", daemon=True)
         self._watcher.start()

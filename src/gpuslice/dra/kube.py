@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from gpuslice.dra.api import ApiError
@@ -18,15 +19,24 @@ class LightkubeResourceApi:
     """Talks to the API server lightkube finds (in-cluster, KUBECONFIG), or to `server` (a URL) when given."""
 
     def __init__(self, server: str | None = None) -> None:
+        # The client (lightkube, httpx2 and their models: most of what `gpuslice dra` imports) is made on
+        # the first call, so the plugin serves and registers before paying for it.
+        self._server = server
+        self._client: Any = None
+        self._no_client: str | None = None
+        self._made = False
+        self._lock = threading.Lock()
+        self._version: str | None = None
+
+    def _make_client(self) -> None:
         import httpx2  # lightkube's HTTP client; imported here so `--print-resource-slices` never needs it
         from lightkube import Client, KubeConfig
         from lightkube.config.models import Cluster, User
         from lightkube.core.exceptions import ConfigError
 
         # A plain URL (the mock kubelet's API, a local proxy) needs no credentials.
+        server = self._server
         config = KubeConfig.from_one(cluster=Cluster(server=server), user=User()) if server else None
-        self._client: Any = None
-        self._no_client: str | None = None
         try:
             self._client = Client(
                 config=config, timeout=httpx2.Timeout(API_REQUEST_TIMEOUT_S), field_manager=FIELD_MANAGER,
@@ -37,10 +47,13 @@ class LightkubeResourceApi:
             # every API call fails as an ApiError, so publishing retries and claims get a clear error.
             self._no_client = f"no API server configured (in-cluster config or KUBECONFIG): {exc}"
             log.warning("%s; serving without the API server", self._no_client)
-        self._version: str | None = None
 
     @property
     def client(self) -> Any:
+        with self._lock:
+            if not self._made:
+                self._made = True
+                self._make_client()
         if self._client is None:
             raise ApiError(self._no_client or "no API client")
         return self._client
