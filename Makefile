@@ -1,5 +1,5 @@
 # gpuslice: `make demo` runs the walkthrough, `make test` runs every check. Both build .venv first: the demo
-# only what it runs (requirements/demo.lock), everything else when a target needs it (requirements/dev.lock).
+# only what it runs (requirements/runtime.lock), everything else when a target needs it (requirements/dev.lock).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,11 +12,12 @@ export PYTHONUNBUFFERED := 1
 
 all: test
 
-# requirements/demo.lock pins and hashes the runtime, the simulator extra and the build backend; dev.lock
-# adds the tools of `make test` (same versions: `make lock` writes both). pip keeps what is installed already.
-$(DEMO_STAMP): requirements/demo.lock pyproject.toml
+# The demo runs on the plugin's own packages only (tests/demo holds this), so `make demo` installs the
+# runtime lock and the build backend (for the editable install); `make test` and the rest add dev.lock (the
+# simulator extra and the tools; the same versions: `make lock` writes each lock constrained by the others).
+$(DEMO_STAMP): requirements/runtime.lock requirements/build.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) --require-hashes --no-deps -r requirements/demo.lock
+	$(PIP) --require-hashes --no-deps -r requirements/runtime.lock -r requirements/build.lock
 	$(PIP) --no-deps --no-build-isolation -e .
 	touch $(DEMO_STAMP)
 
