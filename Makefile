@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PIP := $(BIN)/pip install --quiet --disable-pip-version-check
 export PYTHONUNBUFFERED := 1
 
-.PHONY: all venv demo test lint typecheck imports bench fuzz reproduce protos device-check lock clean
+.PHONY: all venv demo test unit lint typecheck imports bench fuzz reproduce protos device-check lock clean
 
 all: test
 
@@ -42,8 +42,14 @@ imports: $(STAMP)
 
 
 
-test: lint typecheck imports
-	$(BIN)/pytest -q
+# Every check at once (each prints when it is done), the test suite on every CPU (pytest-xdist; a test's
+# files and ports are its own). TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= auto
+test: $(STAMP)
+	@$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck imports unit
+
+unit: $(STAMP)
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
