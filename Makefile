@@ -49,7 +49,7 @@ test: $(STAMP)
 	@$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck imports unit
 
 unit: $(STAMP)
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
