@@ -27,13 +27,14 @@ MAKE_TEST = ["make", "--no-print-directory", "test"]
 
 
 def _timed(commands: tuple[list[str], ...]) -> tuple[float, str]:
-    """Wall seconds of the commands in turn, and the last lines of the last one (its summary)."""
+    """Wall seconds of the commands in turn, and pytest's summary line."""
     started = time.perf_counter()
     tail = ""
     for command in commands:
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         output = (done.stdout + done.stderr).strip()
-        tail = output.splitlines()[-1] if output else ""
+        summaries = [line for line in output.splitlines() if " passed" in line]
+        tail = summaries[-1].strip("= ") if summaries else tail
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}): {output[-2000:]}")
     return time.perf_counter() - started, tail
