@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PIP := $(BIN)/pip install --quiet --disable-pip-version-check
 export PYTHONUNBUFFERED := 1
 
-.PHONY: all venv demo test unit lint typecheck imports bench fuzz reproduce protos device-check lock clean
+.PHONY: all venv demo test unit lint typecheck imports bench fuzz reproduce protos device-check runtime-check lock clean
 
 all: test
 
@@ -59,18 +59,24 @@ fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -k test_fuzz_ --timeout 1800
 
 reproduce: $(STAMP)
-	$(BIN)/gpuslice sim openb --workload default --policies random,dotprod,clustering,packing,bestfit,fgd,fgd-cpu,fgd-cpu-sym --seeds 42-51 -j 2 --json out/openb-default.json
+	$(BIN)/gpuslice sim openb --workload default --policies random,dotprod,clustering,packing,best-fit,fgd,fgd-cpu,fgd-cpu-sym --seeds 42-51 -j 2 --json out/openb-default.json
 	$(BIN)/gpuslice sim openb-report --json out/openb-default.json --plot out/openb-default.png
 
 # openb in real time (docs/openb.md, "Real-time replay"): the whole cluster as traced, then 5 % of the nodes
 # with arrivals 50x denser on four workloads, every policy.
-REPLAY_POLICIES := random,dotprod,clustering,packing,bestfit,fgd,fgd-cpu
+REPLAY_POLICIES := random,dotprod,clustering,packing,best-fit,fgd,fgd-cpu
 reproduce-replay: $(STAMP)
 	$(BIN)/gpuslice sim openb-replay --workload default --policies $(REPLAY_POLICIES) --markdown --json out/replay-realtime.json
 	$(BIN)/gpuslice sim openb-replay --workload default,gpushare40,gpuspec20,cpu050 --policies $(REPLAY_POLICIES) --nodes 0.05 --compress 50 --markdown --json out/replay-contended.json --plot out/openb-replay.png
 
 protos: $(STAMP)
 	$(BIN)/python tools/gen_protos.py
+
+# Containers from the plugin's and DRA's CDI specs under a real runtime (podman + runc from Debian's packages,
+# installed here when missing; root). Not part of `make test`: .ci/run runs it after.
+runtime-check: $(STAMP)
+	tools/install_runtime.sh
+	$(BIN)/pytest -q -rs -m runtime tests/runtime
 
 device-check: $(STAMP)
 	$(BIN)/python tools/device_check.py

@@ -23,9 +23,9 @@ from gpuslice.kubelet import MockKubelet
 from gpuslice.plugin.app import AppOptions, PluginApp
 from gpuslice.plugin.metrics import PluginMetrics
 from gpuslice.plugin.naming import socket_name
-from gpuslice.plugin.rpc_limits import MAX_STREAMS_PER_RESOURCE, server_options
+from gpuslice.plugin.rpc_limits import MAX_STREAMS_PER_RESOURCE
 from gpuslice.plugin.server import DEFAULT_WORKERS
-from gpuslice.wire import deviceplugin_grpc, deviceplugin_pb2
+from gpuslice.wire import deviceplugin_grpc, deviceplugin_pb2, server_options
 
 ROUNDS = 20
 CALLS_PER_ROUND = 200  # pairs: one call to each side, back to back

@@ -22,6 +22,7 @@ from gpuslice.discovery.nvml import NvmlBackend
 from gpuslice.discovery.select import BackendInitError, make_backend
 from gpuslice.discovery.xid import XidEvent
 from gpuslice.gpu import Node
+from gpuslice.logs import configure_logging
 
 RESULTS: list[tuple[str, str, str]] = []  # (step, PASS/FAIL/SKIP, detail)
 REHEARSAL_SPEC = "preset:h100x4"
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--canned", help="rehearse without a GPU: a fake-NVML node (dgx-h100, dgx1-v100, a100-mig)")
     args = parser.parse_args(argv)
     RESULTS.clear()
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(level=logging.WARNING)
     logging.getLogger("gpuslice.discovery").setLevel(logging.ERROR)  # show_node prints the backend's warnings
 
     library = _canned_library(args.canned) if args.canned else None

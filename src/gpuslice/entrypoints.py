@@ -42,9 +42,11 @@ def load_object(reference: str, group: str) -> Any:
         value: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise LoadError(f"{text!r}: cannot import module {module_name!r}: {exc}") from exc
+    except Exception as exc:  # the user's module fails while it runs: one line, not its traceback
+        raise LoadError(f"{text!r}: importing module {module_name!r} raised {type(exc).__name__}: {exc}") from None
     for part in attribute.split("."):
         try:
             value = getattr(value, part)
-        except AttributeError:
+        except Exception:  # AttributeError, or a module __getattr__ that raises anything
             raise LoadError(f"{text!r}: module {module_name!r} has no {attribute!r}") from None
     return value

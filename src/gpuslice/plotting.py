@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +32,16 @@ def figure_file(
         figure.tight_layout(rect=(0, bottom, 1, 1))
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        figure.savefig(target, dpi=110)
+        # into a new temp file, then renamed over the target: a link planted at `path` is replaced, not
+        # written through (fsutil.atomic's rule; this bottom-layer module does not import fsutil)
+        descriptor, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                figure.savefig(handle, dpi=110, format=target.suffix.lstrip(".").lower() or "png")
+            os.chmod(temp_name, 0o644)
+            os.replace(temp_name, target)
+        except BaseException:
+            Path(temp_name).unlink(missing_ok=True)
+            raise
     finally:
         plt.close(figure)

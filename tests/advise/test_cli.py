@@ -68,3 +68,23 @@ def test_errors_are_usage_errors_that_say_why(tmp_path: Path) -> None:
     assert code == 2 and "time-slicing, which has no MIG layout" in out
     code, out = _run([*base, "--memory-gib", "4", "--compute-capability", "nine"])
     assert code == 2 and "compute capability" in out
+
+
+BIG = ["advise", "--latency", "batch", "--tenancy", "trusted", "--per-gpu", "1", "--json", "--memory-gib"]
+
+
+def test_a_workload_bigger_than_a_node_is_split_into_pods_and_said() -> None:
+    # 800 GiB on 79.6 GiB H100s: 11 GPUs, more than an 8-GPU node holds: 2 pods of 6 GPUs, with a warning
+    code, out = _run([*BIG, "800"])
+    assert code == 0, out
+    advice = json.loads(out)
+    assert (advice["gpus_per_workload"], advice["pods_per_workload"], advice["gpus_per_pod"]) == (11, 2, 6)
+    assert any("more than one node has (8" in warning for warning in advice["warnings"])
+    # 500 GiB: 7 GPUs, one node holds them: one pod, no warning
+    advice = json.loads(_run([*BIG, "500"])[1])
+    assert (advice["gpus_per_workload"], advice["pods_per_workload"], advice["warnings"]) == (7, 1, [])
+    # the same 500 GiB on 4-GPU nodes: 2 pods of 4
+    advice = json.loads(_run([*BIG, "500", "--gpus-per-node", "4"])[1])
+    assert (advice["pods_per_workload"], advice["gpus_per_pod"]) == (2, 4)
+    code, out = _run([*BIG, "500", "--gpus-per-node", "0"])
+    assert code == 2 and "--gpus-per-node" in out

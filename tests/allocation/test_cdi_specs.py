@@ -70,8 +70,11 @@ def test_the_spec_lists_each_driver_file_once_with_host_and_container_paths(work
         "/var/run/nvidia-persistenced/socket",
     ):
         assert expected in paths
+    socket = "/var/run/nvidia-persistenced/socket"
     for mount in mounts:
-        assert mount["hostPath"] == HOST_ROOT + mount["containerPath"]
+        # var/run -> /run in the root: the source is where the socket really is, the target where it is looked for
+        real = "/run/nvidia-persistenced/socket" if mount["containerPath"] == socket else mount["containerPath"]
+        assert mount["hostPath"] == HOST_ROOT + real
         assert mount["options"] == ["ro", "nosuid", "nodev", "rbind", "rprivate"]
     assert spec["cdiVersion"] == minimum_version(spec) == "0.5.0"  # host paths on device nodes
     assert spec_problems(spec) == []
@@ -171,6 +174,8 @@ def test_one_file_per_kind_for_imex_and_the_gpudirect_features(workdir: Path) ->
     assert gds["mounts"][0]["containerPath"] == "/etc/cufile.json"
     for spec in spec_set.specs.values():
         assert spec_problems(spec) == [] and spec["cdiVersion"] == minimum_version(spec)
+        # every spec, not only the GPUs': a container given only a channel or a feature must not get every GPU
+        assert spec["containerEdits"]["env"][0] == "NVIDIA_VISIBLE_DEVICES=void", spec["kind"]
 
 
 def test_a_feature_without_its_device_warns_and_its_name_still_resolves(workdir: Path) -> None:

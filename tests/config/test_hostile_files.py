@@ -12,10 +12,10 @@ from gpuslice.config.limits import MAX_CONFIG_BYTES, MAX_DEVICES_PER_RESOURCE, M
 from gpuslice.discovery import load_node_spec
 from gpuslice.plugin.convert import device_list
 from gpuslice.sharing import SharingError, build_resources
+from gpuslice.wire import MAX_REQUEST_BYTES
 from tests.support.hostile import BOMB
 
 TS = "sharing:\n  timeSlicing:\n    resources:\n"
-KUBELET_MAX_MESSAGE = 4 << 20
 
 
 def write(tmp_path: Path, data: bytes) -> Path:
@@ -76,4 +76,4 @@ def test_the_device_cap_fits_the_kubelets_message_with_margin(tmp_path: Path) ->
     (resource,) = build_resources(node, config).resources
     assert len(resource.devices) > MAX_DEVICES_PER_RESOURCE * 0.99
     message = device_list(resource, {device.id for device in resource.devices})
-    assert message.ByteSize() * 3 < KUBELET_MAX_MESSAGE, "keep a 3x margin under the kubelet's 4 MiB"
+    assert message.ByteSize() * 3 < MAX_REQUEST_BYTES, "keep a 3x margin under the kubelet's 4 MiB"

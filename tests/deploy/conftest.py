@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.rendering import TARGETS, find_kubectl, render
+from tests.deploy.rendering import DRA_TARGETS, TARGETS, find_kubectl, render
 
 
 @pytest.fixture(scope="session")
@@ -19,4 +19,4 @@ def kubectl() -> str:
 
 @pytest.fixture(scope="session")
 def rendered(kubectl: str) -> dict[str, list[dict[str, Any]]]:
-    return {target: render(kubectl, target) for target in TARGETS}
+    return {target: render(kubectl, target) for target in (*TARGETS, *DRA_TARGETS)}

@@ -26,8 +26,13 @@ TARGETS = (
 )
 # Targets whose pods read their Node through the API server (per-node configs chosen by a node label).
 PER_NODE_TARGETS = ("overlays/per-node-config",)
-# The DRA overlay replaces the device plugin, so it renders other objects; tests/deploy/test_dra.py checks it.
+# The DRA overlays replace the device plugin, so they render other objects; tests/deploy/test_dra.py checks
+# them, each for the Kubernetes versions it is for (resource.k8s.io/v1 from 1.34; v1beta1 on 1.32 and 1.33).
 DRA_TARGET = "overlays/dra"
+DRA_TARGETS: dict[str, tuple[str, ...]] = {
+    DRA_TARGET: ("1.34.0", "1.37.0"),  # DRA's GA release and the newest kubernetes-validate knows
+    "overlays/dra-v1beta1": ("1.32.0", "1.33.0"),
+}
 # Our kustomizations use `resources: [../../base]` and `patches:`, which need kustomize v4 or newer
 # (kubectl 1.21+). Debian 12's kubernetes-client is kubectl 1.20.2 with kustomize v2.0.3, which has neither.
 MIN_KUSTOMIZE_MAJOR = 4

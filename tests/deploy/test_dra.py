@@ -1,4 +1,4 @@
-"""The DRA overlay and the example claim templates: valid for 1.34 and newer, and selecting what they say."""
+"""The DRA overlays and their example claims: each valid for its Kubernetes versions, selecting what they say."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from click.testing import CliRunner
 
 from gpuslice.cli.dra_cmd import dra
 from gpuslice.kubelet.dra_cel import compile_selector, device_view
-from tests.deploy.rendering import DEPLOY, DRA_TARGET, container, find, render
+from tests.deploy.rendering import DEPLOY, DRA_TARGET, DRA_TARGETS, container, find, render
 
-KUBERNETES_VERSIONS = ("1.34.0", "1.37.0")  # DRA's GA release and the newest kubernetes-validate knows
 DRIVER = "gpu.gpuslice.io"
-EXAMPLES = DEPLOY / "overlays" / "dra" / "examples" / "claim-templates.yaml"
+V1BETA1_TARGET = "overlays/dra-v1beta1"
+RESOURCE_VERSION = {DRA_TARGET: "resource.k8s.io/v1", V1BETA1_TARGET: "resource.k8s.io/v1beta1"}
+VERSIONED = [(target, version) for target, versions in DRA_TARGETS.items() for version in versions]
 
 
 @pytest.fixture(scope="module")
@@ -23,14 +24,52 @@ def objects(kubectl: str) -> list[dict[str, Any]]:
     return render(kubectl, DRA_TARGET)
 
 
-def _examples() -> list[dict[str, Any]]:
-    return [doc for doc in yaml.safe_load_all(EXAMPLES.read_text()) if doc]
+def _examples(target: str = DRA_TARGET) -> list[dict[str, Any]]:
+    text = (DEPLOY / target / "examples" / "claim-templates.yaml").read_text()
+    return [doc for doc in yaml.safe_load_all(text) if doc]
 
 
-@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
-def test_every_object_and_example_validates(objects: list[dict[str, Any]], version: str) -> None:
-    for obj in [*objects, *_examples()]:
+@pytest.mark.parametrize(("target", "version"), VERSIONED)
+def test_every_object_and_example_validates_for_its_versions(
+    rendered: dict[str, list[dict[str, Any]]], target: str, version: str
+) -> None:
+    for obj in [*rendered[target], *_examples(target)]:
         kubernetes_validate.validate(obj, version, strict=True)
+
+
+@pytest.mark.parametrize("target", DRA_TARGETS)
+def test_resource_objects_are_in_the_version_the_overlay_is_for(
+    rendered: dict[str, list[dict[str, Any]]], target: str
+) -> None:
+    resource = [o for o in [*rendered[target], *_examples(target)] if o["apiVersion"].startswith("resource.k8s.io/")]
+    assert {o["kind"] for o in resource} == {"DeviceClass", "ResourceClaimTemplate"}
+    assert {o["apiVersion"] for o in resource} == {RESOURCE_VERSION[target]}
+
+
+def test_a_v1_overlay_is_refused_by_1_33() -> None:
+    """The reason for two overlays: 1.33 has no resource.k8s.io/v1 (the validator knows it, so the check can fail)."""
+    (first, *_) = _examples(DRA_TARGET)
+    with pytest.raises(kubernetes_validate.SchemaNotFoundError):
+        kubernetes_validate.validate(first, "1.33.0", strict=True)
+
+
+def _flat(request: dict[str, Any]) -> dict[str, Any]:
+    """A v1 request in the v1beta1 shape: `exactly`'s fields on the request itself."""
+    flat = {key: value for key, value in request.items() if key != "exactly"}
+    return {**flat, **request.get("exactly", {})}
+
+
+def test_both_overlays_ship_the_same_classes_and_claims(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    def classes(target: str) -> dict[str, Any]:
+        return {o["metadata"]["name"]: o["spec"] for o in rendered[target] if o["kind"] == "DeviceClass"}
+
+    assert classes(DRA_TARGET) == classes(V1BETA1_TARGET)
+    v1 = {t["metadata"]["name"]: t["spec"]["spec"]["devices"] for t in _examples(DRA_TARGET)}
+    beta = {t["metadata"]["name"]: t["spec"]["spec"]["devices"] for t in _examples(V1BETA1_TARGET)}
+    assert v1.keys() == beta.keys()
+    for name, devices in v1.items():
+        assert [_flat(r) for r in devices["requests"]] == beta[name]["requests"], name
+        assert devices.get("config") == beta[name].get("config"), name
 
 
 def test_the_device_plugin_is_replaced_not_joined(objects: list[dict[str, Any]]) -> None:

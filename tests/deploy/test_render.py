@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.rendering import DEPLOY, DRA_TARGET, PER_NODE_TARGETS, TARGETS, container, find, render
+from tests.deploy.rendering import DEPLOY, DRA_TARGETS, PER_NODE_TARGETS, TARGETS, container, find, render
 
 NAMESPACE = "gpuslice-system"
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
@@ -28,7 +28,7 @@ NODE_READER_KINDS = sorted([*EXPECTED_KINDS, "ClusterRole", "ClusterRoleBinding"
 
 def test_every_kustomization_is_tested() -> None:
     on_disk = {"base"} | {f"overlays/{p.name}" for p in (DEPLOY / "overlays").iterdir() if p.is_dir()}
-    assert on_disk == {*TARGETS, DRA_TARGET}
+    assert on_disk == {*TARGETS, *DRA_TARGETS}
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.deploy.rendering import TARGETS, container, find
+from tests.deploy.rendering import DRA_TARGETS, TARGETS, container, find
 
 PLUGIN, LABEL_WRITER = "gpuslice-device-plugin", "gpuslice-label-writer"
 # Added capabilities and hostPID each overlay needs, per DaemonSet (why: see each kustomization.yaml).
@@ -114,10 +114,12 @@ def test_plugin_scheduling_conventions(rendered: dict[str, list[dict[str, Any]]]
     assert writer.get("priorityClassName") == "system-node-critical"  # labels gate scheduling: keep them running
 
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", [*TARGETS, *DRA_TARGETS])
 def test_images_are_pinned_by_digest(rendered: dict[str, list[dict[str, Any]]], target: str) -> None:
-    for name in (PLUGIN, LABEL_WRITER):
-        image = container(_daemonset(rendered, target, name))["image"]
+    daemonsets = [obj for obj in rendered[target] if obj["kind"] == "DaemonSet"]
+    assert len(daemonsets) == 2, "the plugin (device plugin or DRA) and the label writer"
+    for daemonset in daemonsets:
+        name, image = daemonset["metadata"]["name"], container(daemonset)["image"]
         assert re.fullmatch(r"[a-z0-9.\-/]+@sha256:[0-9a-f]{64}", image), f"{name}: {image} is not pinned by digest"
 
 

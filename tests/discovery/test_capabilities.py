@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from gpuslice.discovery import Backend, FakeBackend, IdleBackend, RecordingMigControl, load_node_spec, parse_node_spec
+from gpuslice.discovery import (
+    Backend,
+    FakeBackend,
+    IdleBackend,
+    NvidiaSmiTimeSlice,
+    RecordingMigControl,
+    RecordingTimeSlice,
+    load_node_spec,
+    parse_node_spec,
+)
 from gpuslice.discovery.health_file import HealthFileSource
 from gpuslice.discovery.hostpath import HostPathBackend
 from gpuslice.discovery.nvml import NvmlBackend, NvmlHealthSource, NvmlMigControl, NvmlProbe
@@ -30,13 +39,15 @@ def _fake(tmp_path: Path) -> FakeBackend:
     return FakeBackend(dataclasses.replace(spec, health_events=tmp_path / "events", topology={"preset": "dgx-h100"}))
 
 
-# backend, health source type, prober type, MIG control type, has topology spec, assumes device nodes
+NONE = type(None)
+# backend, health source type, prober type, MIG control type, time-slice control type, has topology spec,
+# assumes device nodes
 CASES = [
-    ("fake", HealthFileSource, type(None), RecordingMigControl, True, True),
-    ("nvml", NvmlHealthSource, NvmlProbe, NvmlMigControl, False, False),
-    ("hostpath", type(None), type(None), type(None), False, False),
-    ("idle", type(None), type(None), type(None), False, False),
-    ("discovery-only", type(None), type(None), type(None), False, False),
+    ("fake", HealthFileSource, NONE, RecordingMigControl, RecordingTimeSlice, True, True),
+    ("nvml", NvmlHealthSource, NvmlProbe, NvmlMigControl, NvidiaSmiTimeSlice, False, False),
+    ("hostpath", NONE, NONE, NONE, NvidiaSmiTimeSlice, False, False),
+    ("idle", NONE, NONE, NONE, NONE, False, False),
+    ("discovery-only", NONE, NONE, NONE, NONE, False, False),
 ]
 
 
@@ -52,9 +63,16 @@ def _backend(kind: str, tmp_path: Path) -> Backend:
     return DiscoveryOnly()
 
 
-@pytest.mark.parametrize(("kind", "source", "prober", "control", "topology", "device_nodes"), CASES)
+@pytest.mark.parametrize(("kind", "source", "prober", "control", "timeslice", "topology", "device_nodes"), CASES)
 def test_each_backend_offers_what_it_has(
-    kind: str, source: type, prober: type, control: type, topology: bool, device_nodes: bool, tmp_path: Path
+    kind: str,
+    source: type,
+    prober: type,
+    control: type,
+    timeslice: type,
+    topology: bool,
+    device_nodes: bool,
+    tmp_path: Path,
 ) -> None:
     backend = _backend(kind, tmp_path)
     assert isinstance(backend, Backend)
@@ -62,8 +80,20 @@ def test_each_backend_offers_what_it_has(
     assert isinstance(backend.health_source(), source)
     assert isinstance(backend.prober(), prober)
     assert isinstance(backend.mig_control(node), control)
+    assert isinstance(backend.timeslice_control(), timeslice)
     assert (backend.topology_spec() is not None) is topology
     assert backend.assumes_device_nodes() is device_nodes
+    backend.close()  # every backend can be released, and (NVML) asked again afterwards
+    assert backend.discover() == node
+
+
+def test_the_fake_backend_keeps_one_time_slice_control() -> None:
+    # a DRA claim sets the level and its unprepare resets it: both must reach the same record
+    backend = FakeBackend(load_node_spec("preset:h100x4"))
+    control = backend.timeslice_control()
+    assert isinstance(control, RecordingTimeSlice) and control is backend.timeslice_control()
+    control.set_level("GPU-1", 3)
+    assert control.levels == {"GPU-1": 3}
 
 
 def test_the_fake_mig_control_lists_the_instances_it_holds() -> None:

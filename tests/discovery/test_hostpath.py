@@ -11,12 +11,11 @@ from gpuslice.discovery.hostpath import (
     HostPathBackend,
     cuda_for_driver,
     known_product,
-    load_mig_minors,
     normalize_bus_id,
     parse_driver_version,
     parse_information,
-    parse_mig_minors,
 )
+from gpuslice.discovery.mig_minors import load_mig_minors, parse_mig_minors
 from gpuslice.gpu import ComputeCapability
 from tests.discovery.host_root import (
     A100_UUID,

@@ -11,7 +11,12 @@ from typing import Any
 
 import yaml
 
+from gpuslice.discovery import MigControl
+from gpuslice.dra import DraSettings, InMemoryResourceApi, prepare_setup
+from gpuslice.dra.app import DraApp
+from gpuslice.dra.driver import HardwareControls
 from gpuslice.kubelet.dra_mock import MockDraKubelet
+from gpuslice.mps import MpsControl
 from tests.support.mps_program import FakeProgram, write_fake_program
 from tests.support.process import clean_env
 
@@ -107,3 +112,21 @@ def start_plugin(node: Node, kubelet: MockDraKubelet, *extra: str) -> subprocess
         *extra,
     ]  # fmt: skip
     return subprocess.Popen(command, env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def in_process_app(
+    root: Path, config: str, mig: MigControl | None = None, mps_control: MpsControl | None = None
+) -> DraApp:
+    """A DraApp on the fake backend over NODE_SPEC with `config`, its directories under `root`, an in-memory API."""
+    spec = root / "node.yaml"
+    spec.write_text(NODE_SPEC)
+    config_file = root / "config.yaml"
+    config_file.write_text(config)
+    setup = prepare_setup("fake", str(spec), str(config_file))
+    settings = DraSettings(plugins_dir=root / "plugins", registry_dir=root / "reg", cdi_dir=root / "cdi")
+    controls: HardwareControls = {}
+    if mig is not None:
+        controls["mig"] = mig  # else the backend's own
+    if mps_control is not None:
+        controls["mps_control"] = mps_control
+    return DraApp(setup, settings, InMemoryResourceApi(), **controls)

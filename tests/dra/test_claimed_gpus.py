@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuslice.dra.checkpoint import MAX_BYTES, claimed_gpus
+from gpuslice.dra.checkpoint import MAX_BYTES, gpus_with_prepared_migs
 
 CASES = [
     ("missing", None, ()),
@@ -19,8 +19,8 @@ CASES = [
 
 
 @pytest.mark.parametrize(("case", "content", "expected"), CASES, ids=[c[0] for c in CASES])
-def test_claimed_gpus(tmp_path: Path, case: str, content: bytes | None, expected: tuple[str, ...]) -> None:
+def test_gpus_with_prepared_migs(tmp_path: Path, case: str, content: bytes | None, expected: tuple[str, ...]) -> None:
     path = tmp_path / "checkpoint.json"
     if content is not None:
         path.write_bytes(content)
-    assert claimed_gpus(path) == expected
+    assert gpus_with_prepared_migs(path) == expected

@@ -15,7 +15,7 @@ from gpuslice.dra.app import DraApp
 from gpuslice.dra.claims import ClaimPrepareError, ClaimRef, allocation_for
 from gpuslice.dra.publish import SliceController
 from gpuslice.mps import FakeMpsControl
-from tests.dra.support import DRIVER, NODE, NODE_SPEC, gpu_config
+from tests.dra.support import DRIVER, NODE, NODE_SPEC, gpu_config, in_process_app
 
 MPS = gpu_config({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 20}})
 
@@ -64,13 +64,8 @@ def test_unusable_claims_are_refused_by_name(claim: dict[str, Any], message: str
 
 @pytest.fixture
 def app(tmp_path: Path) -> DraApp:
-    spec = tmp_path / "node.yaml"
-    spec.write_text(NODE_SPEC)
-    config = tmp_path / "config.yaml"
-    config.write_text(f"version: v1\nflags:\n  migStrategy: dynamic\n  mpsRoot: {tmp_path / 'mps'}\n")
-    setup = prepare_setup("fake", str(spec), str(config))
-    settings = DraSettings(plugins_dir=tmp_path / "plugins", registry_dir=tmp_path / "reg", cdi_dir=tmp_path / "cdi")
-    return DraApp(setup, settings, InMemoryResourceApi(), mps_control=FakeMpsControl(fail_on="set_default_active"))
+    config = f"version: v1\nflags:\n  migStrategy: dynamic\n  mpsRoot: {tmp_path / 'mps'}\n"
+    return in_process_app(tmp_path, config, mps_control=FakeMpsControl(fail_on="set_default_active"))
 
 
 def test_a_failed_step_undoes_the_earlier_ones(app: DraApp) -> None:
@@ -95,7 +90,6 @@ def test_unhealthy_devices_leave_the_pool_and_cannot_be_prepared(app: DraApp) ->
     api = app.api
     assert isinstance(api, InMemoryResourceApi)
     controller = SliceController(api, app.pool_spec(), app.published_devices, resync_s=60)
-    app.slices = controller
     controller.sync()
     before = controller.generation
     gpu0 = app.setup.node.gpus[0].uuid
@@ -130,8 +124,9 @@ def test_a_kubelet_restart_wipe_is_noticed_and_repaired(app: DraApp) -> None:
     assert controller.sync() and controller.generation == generation + 1 and api.slices
 
 
-def test_claim_specs_carry_the_drivers_files_and_hooks(tmp_path: Path) -> None:
+def test_claim_specs_carry_the_drivers_files_and_the_base_spec_its_hooks(tmp_path: Path) -> None:
     from gpuslice.discovery.driver_files_fake import build_fake_driver_root
+    from gpuslice.dra.cdi import base_cdi_id, base_spec_file_name, write_base_spec
 
     spec = tmp_path / "node.yaml"
     spec.write_text(NODE_SPEC)
@@ -147,7 +142,10 @@ def test_claim_specs_carry_the_drivers_files_and_hooks(tmp_path: Path) -> None:
     assert record.cdi_spec is not None
     edits = json.loads(Path(record.cdi_spec).read_text())["containerEdits"]
     assert any(m["containerPath"].endswith("libcuda.so.550.127.08") for m in edits["mounts"])
-    assert any("update-ldcache" in hook["args"] for hook in edits["hooks"])
+    assert "hooks" not in edits, "hooks run once per container: they are in the base spec, not per claim"
+    assert write_base_spec(settings.cdi_dir, DRIVER, app.parts.driver_edits) == (base_cdi_id(DRIVER),)
+    base = json.loads((settings.cdi_dir / base_spec_file_name(DRIVER)).read_text())
+    assert any("update-ldcache" in hook["args"] for hook in base["containerEdits"]["hooks"])
 
 
 def test_an_api_server_that_is_not_there_yet_is_waited_for(app: DraApp) -> None:
@@ -164,7 +162,7 @@ def test_an_api_server_that_is_not_there_yet_is_waited_for(app: DraApp) -> None:
 
 
 def test_a_time_slice_interval_is_set_for_the_claim_and_reset_after(app: DraApp) -> None:
-    from gpuslice.dra.timeslice import RecordingTimeSlice
+    from gpuslice.discovery import RecordingTimeSlice
 
     api = app.api
     assert isinstance(api, InMemoryResourceApi)

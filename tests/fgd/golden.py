@@ -21,7 +21,7 @@ SEEDS: dict[str, tuple[int, ...]] = {
     "dotprod": (42,),
     "clustering": (42,),
     "packing": (42,),
-    "bestfit": (42, 43, 44),
+    "best-fit": (42, 43, 44),
     "fgd": (42, 43, 44),
     "fgd-cpu": (42,),
     "fgd-cpu-sym": (42,),

@@ -97,7 +97,7 @@ def score(
     if name == "dotprod":
         dot = (cpu / 128000) * (shape.cpu / 128000) + (free_total / 8000) * (shape.gpu_request / 8000)
         return int((1.0 - dot / 2) * 100), gpus
-    if name == "bestfit":
+    if name == "best-fit":
         left = ((cpu - shape.cpu) / 128000) * 0.5 + ((free_total - shape.gpu_request) / 8000) * 0.5
         return int((1.0 - left) * 100), gpus
     if name == "clustering":
@@ -134,7 +134,7 @@ def choose(
     ]
     if not scored:
         return None
-    if name == "bestfit":  # min-max normalised to 0..100 with integer arithmetic
+    if name == "best-fit":  # min-max normalised to 0..100 with integer arithmetic
         low, high = min(s for _, s, _ in scored), max(s for _, s, _ in scored)
         scored = [(n, 0 if high == low else (s - low) * 100 // (high - low), g) for n, s, g in scored]
     best = max(s for _, s, _ in scored)

@@ -19,14 +19,14 @@ def invoke(*args: str) -> tuple[int, str, str]:
 def test_openb_writes_one_record_per_policy_and_seed(trace_dir: Path, tmp_path: Path) -> None:
     target = tmp_path / "out" / "runs.json"
     code, out, err = invoke(
-        "openb", "--policies", "bestfit,random", "--seeds", "42,43", "--ratio", "1.0", "--json", str(target),
+        "openb", "--policies", "best-fit,random", "--seeds", "42,43", "--ratio", "1.0", "--json", str(target),
         "--trace-dir", str(trace_dir),
     )  # fmt: skip
     assert code == 0, err
     records = json.loads(target.read_text())
     assert [(r["policy"], r["seed"]) for r in records] == [
-        ("bestfit", 42),
-        ("bestfit", 43),
+        ("best-fit", 42),
+        ("best-fit", 43),
         ("random", 42),
         ("random", 43),
     ]
@@ -40,7 +40,7 @@ def test_openb_writes_one_record_per_policy_and_seed(trace_dir: Path, tmp_path: 
             "curve",
         } <= set(record)
         assert record["workload"] == "default" and len(record["curve"]) == 101
-    assert "bestfit" in out and "random" in out
+    assert "best-fit" in out and "random" in out
 
 
 def test_json_to_stdout_is_pure_json_and_the_report_reads_it(trace_dir: Path, tmp_path: Path) -> None:
@@ -56,14 +56,30 @@ def test_json_to_stdout_is_pure_json_and_the_report_reads_it(trace_dir: Path, tm
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "option", "message"),
     [
-        (("openb", "--trace-dir", "/nonexistent/openb"), "/nonexistent/openb"),
-        (("openb", "--policies", "best-fit"), "unknown best-fit"),
-        (("openb", "--seeds", "x-y"), "is not N or N-M"),
-        (("openb-report", "--json", "/nonexistent/r.json"), "cannot read records"),
+        (("openb", "--trace-dir", "/nonexistent/openb"), "--trace-dir", "/nonexistent/openb"),
+        (("openb", "--policies", "gang"), "--policies", "sim compare and lab run first-fit, best-fit, gang"),
+        (("openb", "--seeds", "x-y"), "--seeds", "is not N or N-M"),
+        (("openb", "--workload", "nope"), "--workload", "unknown workload(s) 'nope'"),
+        (("openb", "--policy", "nope:X"), "--policy", "cannot import module 'nope'"),
+        (("openb-replay", "--workload", "nope"), "--workload", "unknown workload(s) 'nope'"),
+        (("openb-replay", "--policies", "x"), "--policies", "unknown x"),
     ],
 )
-def test_bad_options_fail_with_a_clear_message(args: tuple[str, ...], message: str) -> None:
+def test_usage_mistakes_exit_2_with_usage_naming_the_option(args: tuple[str, ...], option: str, message: str) -> None:
     code, _, err = invoke(*args)
-    assert code != 0 and message in err
+    assert code == 2 and "Usage:" in err and f"Invalid value for {option}:" in err and message in err
+
+
+def test_both_spellings_of_best_fit_run_as_one_policy(trace_dir: Path) -> None:
+    code, out, _ = invoke(
+        "openb", "--policies", "bestfit,best-fit", "--seeds", "42", "--json", "-", "--trace-dir", str(trace_dir)
+    )
+    assert code == 0
+    assert [record["policy"] for record in json.loads(out.splitlines()[0])] == ["best-fit"]
+
+
+def test_a_missing_records_file_is_a_clear_error() -> None:
+    code, _, err = invoke("openb-report", "--json", "/nonexistent/r.json")
+    assert code == 1 and "cannot read records" in err

@@ -19,7 +19,7 @@ from gpuslice.fgd.published import UNALLOCATED
 def seed42(simulated_default: Callable[[str, int], RunResult]) -> dict[str, dict[str, object]]:
     return {
         name: record_of(simulated_default(name, 42))
-        for name in ("random", "dotprod", "clustering", "packing", "bestfit", "fgd", "fgd-cpu", "fgd-cpu-sym")
+        for name in ("random", "dotprod", "clustering", "packing", "best-fit", "fgd", "fgd-cpu", "fgd-cpu-sym")
     }
 
 
@@ -49,7 +49,7 @@ def test_curves_are_consistent(seed42: dict[str, dict[str, list[dict[str, float]
 
 def test_fragment_trajectory_matches_a_recount_of_the_final_cluster(default_workload: Workload) -> None:
     plan = plan_arrivals(default_workload.trace.pods, 1213, default_workload.total_gpus, 44, ratio=0.6)
-    result, cluster = run_plan(default_workload, "bestfit", plan)
+    result, cluster = run_plan(default_workload, "best-fit", plan)
     assert result.frag_milli[-1] == pytest.approx(cluster.fragment_milli())
     assert result.allocated_milli[-1] == cluster.capacity_milli - int(cluster.gpu_free.sum())
     assert result.failed == 0 and result.arrived_milli[-1] == result.allocated_milli[-1]

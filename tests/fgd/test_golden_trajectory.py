@@ -28,7 +28,7 @@ CASES: tuple[tuple[str, str, int], ...] = (
     *(
         ("default", policy, seed)
         for policy in FACTORIES
-        for seed in ((42, 43, 44) if policy in ("fgd", "bestfit") else (42, 43))
+        for seed in ((42, 43, 44) if policy in ("fgd", "best-fit") else (42, 43))
     ),
     ("gpuspec33", "fgd", 42),  # model-pinned pods: the mask paths
 )

@@ -30,7 +30,7 @@ def folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run(folder: Path, out: Path, ratio: str, policies: str = "bestfit") -> None:
+def run(folder: Path, out: Path, ratio: str, policies: str = "best-fit") -> None:
     result = CliRunner().invoke(
         cli, ["sim", "openb", "--workload", "two", "--policies", policies, "--seeds", "1,2", "--ratio", ratio,
               "--trace-dir", str(folder), "--out", str(out)],
@@ -49,7 +49,7 @@ def test_every_pod_is_placed_when_demand_equals_capacity(folder: Path, tmp_path:
     for seed in ("1", "2"):
         mine = [row for row in pods if row["seed"] == seed]
         assert sorted(row["pod"] for row in mine) == ["pod-a", "pod-b", "pod-c"]
-        assert [row["arrival"] for row in mine] == ["1", "2", "3"]
+        assert [row["arrival_index"] for row in mine] == ["1", "2", "3"]
         assert {row["status"] for row in mine} == {"placed"} and {row["clone"] for row in mine} == {"false"}
         assert (mine[-1]["arrived_gpus"], mine[-1]["allocated_gpus"]) == ("2", "2")
         by_pod = {row["pod"]: row for row in mine}
@@ -60,14 +60,14 @@ def test_every_pod_is_placed_when_demand_equals_capacity(folder: Path, tmp_path:
     assert [(r["seed"], r["pods"], r["failed_pods"]) for r in summary] == [(1, 3, 0), (2, 3, 0)]
 
 
-@pytest.mark.parametrize("policy", ["bestfit", "fgd", "random"])
+@pytest.mark.parametrize("policy", ["best-fit", "fgd", "random"])
 def test_an_inflated_run_accounts_for_every_pod_and_never_overfills(folder: Path, tmp_path: Path, policy: str) -> None:
     run(folder, tmp_path / "o", "1.5", policy)
     pods = read(tmp_path / "o" / "pods.csv")
     summary = {r["seed"]: r for r in json.loads((tmp_path / "o" / "summary.json").read_text())}
     for seed, record in summary.items():
         mine = [row for row in pods if row["seed"] == str(seed)]
-        assert [int(row["arrival"]) for row in mine] == list(range(1, record["pods"] + 1))
+        assert [int(row["arrival_index"]) for row in mine] == list(range(1, record["pods"] + 1))
         assert sum(row["status"] == "failed" for row in mine) == record["failed_pods"] > 0
         assert sum(row["clone"] == "true" for row in mine) == record["clones"]
         assert all((row["node"] == "") == (row["status"] == "failed") for row in mine)

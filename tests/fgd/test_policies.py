@@ -18,7 +18,7 @@ from gpuslice.fgd.trace import NodeTable
 from tests.fgd import oracle
 from tests.fgd.helpers import DEFAULT_TYPICAL, cluster, node_table, policy, set_gpus, shape
 
-DETERMINISTIC = ("dotprod", "clustering", "packing", "bestfit", "fgd", "fgd-cpu", "fgd-cpu-sym")
+DETERMINISTIC = ("dotprod", "clustering", "packing", "best-fit", "fgd", "fgd-cpu", "fgd-cpu-sym")
 SHARE, WHOLE, PAIR, CPU_ONLY = (
     shape(4000, 500, 1, index=0),
     shape(8000, 1000, 1, index=1),
@@ -98,7 +98,7 @@ def test_fgd_scores_the_fragment_change_and_picks_the_best_gpu() -> None:
 def test_gpu_index_rules() -> None:
     state = cluster(node_table((64_000, 4, "G2")))
     set_gpus(state, 0, [1000, 300, 700, 300])
-    for name in ("dotprod", "clustering", "packing", "bestfit"):
+    for name in ("dotprod", "clustering", "packing", "best-fit"):
         chooser = policy(name, state, SHAPES)
         assert chooser.place(shape(1000, 250, 1), 0) == (0, (1,)), name  # least free that fits, lowest index
         assert chooser.place(PAIR, 0) is None, name  # only one whole GPU left

@@ -34,7 +34,7 @@ def folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("policy", ["random", "bestfit", "fgd", "clustering", "packing", "dotprod", "fgd-cpu"])
+@pytest.mark.parametrize("policy", ["random", "best-fit", "fgd", "clustering", "packing", "dotprod", "fgd-cpu"])
 def test_a_tiny_replay_has_the_hand_checked_answer(folder: Path, policy: str) -> None:
     result = replay(Workload.from_trace(load_trace("tiny", folder)), policy, seed=1)
     assert (result.placed, result.never_placed, result.withdrawn) == (2, 1, 1)
@@ -46,7 +46,7 @@ def test_a_tiny_replay_has_the_hand_checked_answer(folder: Path, policy: str) ->
 
 
 def test_compressing_arrivals_keeps_run_times(folder: Path) -> None:
-    result = replay(Workload.from_trace(load_trace("tiny", folder)), "bestfit", seed=1, compress=2.0)
+    result = replay(Workload.from_trace(load_trace("tiny", folder)), "best-fit", seed=1, compress=2.0)
     # Arrivals at 0, 5, 10; c leaves at 10 + its 10 s; b starts when a ends at 100: wait 95, ends at 140.
     assert (result.wait_p50, result.withdrawn, result.times[-1]) == (47.5, 1, 140.0)
 
@@ -54,13 +54,13 @@ def test_compressing_arrivals_keeps_run_times(folder: Path) -> None:
 def test_the_command_writes_records_and_a_plot(folder: Path, tmp_path: Path) -> None:
     plot = tmp_path / "r.png"
     result = CliRunner().invoke(
-        cli, ["sim", "openb-replay", "--workload", "tiny", "--policies", "bestfit,fgd", "--trace-dir", str(folder),
+        cli, ["sim", "openb-replay", "--workload", "tiny", "--policies", "best-fit,fgd", "--trace-dir", str(folder),
               "--json", "-", "--plot", str(plot), "--markdown"],
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     records = json.loads(result.stdout)
-    assert [(r["policy"], r["placed"], r["withdrawn"]) for r in records] == [("bestfit", 2, 1), ("fgd", 2, 1)]
-    assert "| tiny | bestfit | 1 | 2/3 | 1 (1 withdrawn) | 45 s | 89 s | 100.00 % |" in result.stderr
+    assert [(r["policy"], r["placed"], r["withdrawn"]) for r in records] == [("best-fit", 2, 1), ("fgd", 2, 1)]
+    assert "| tiny | best-fit | 1 | 2/3 | 1 (1 withdrawn) | 45 s | 89 s | 100.00 % |" in result.stderr
     assert plot.stat().st_size > 10_000
 
 
@@ -69,13 +69,13 @@ def test_a_pod_list_without_times_is_a_clear_error(folder: Path) -> None:
         "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,1000\n"
     )
     with pytest.raises(OpenbTraceError, match="missing column"):
-        replay(Workload.from_trace(load_trace("notimes", folder)), "bestfit", seed=1)
+        replay(Workload.from_trace(load_trace("notimes", folder)), "best-fit", seed=1)
 
 
 def test_a_bad_time_names_the_file_line_and_column(folder: Path) -> None:
     (folder / "openb_pod_list_bad.csv").write_text(HEADER + "pod-a,1000,1024,1,1000,,LS,Running,0,soon,0\n")
     with pytest.raises(OpenbTraceError, match=r"openb_pod_list_bad.csv:2: deletion_time: not a whole number"):
-        replay(Workload.from_trace(load_trace("bad", folder)), "bestfit", seed=1)
+        replay(Workload.from_trace(load_trace("bad", folder)), "best-fit", seed=1)
 
 
 def test_a_node_sample_is_seeded_and_sized(folder: Path) -> None:
@@ -89,7 +89,7 @@ def test_a_node_sample_is_seeded_and_sized(folder: Path) -> None:
 def test_out_dir_accounts_for_every_pod_once(folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
     result = CliRunner().invoke(
-        cli, ["sim", "openb-replay", "--workload", "tiny", "--policies", "bestfit", "--trace-dir", str(folder),
+        cli, ["sim", "openb-replay", "--workload", "tiny", "--policies", "best-fit", "--trace-dir", str(folder),
               "--out", str(out)],
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr

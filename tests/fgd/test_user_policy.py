@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from gpuslice.cli.main import cli
 from gpuslice.fgd.policies import FACTORIES
 
-# The same algorithm as the built-in bestfit under another name: its curve must be identical.
+# The same algorithm as the built-in best-fit under another name: its curve must be identical.
 SAME_AS_BESTFIT = (
     "from gpuslice.fgd.policies.heuristics import BestFitPolicy\n\n\n"
     "class Mine(BestFitPolicy):\n    name = 'my-bestfit'\n"
@@ -41,11 +41,11 @@ def openb(trace_dir: Path, *args: str) -> tuple[int, str, str]:
 
 def test_a_user_policy_runs_beside_the_built_in_ones(trace_dir: Path, user_modules: Path) -> None:
     (user_modules / "mine.py").write_text(SAME_AS_BESTFIT)
-    code, out, err = openb(trace_dir, "--policies", "bestfit", "--policy", "mine:Mine", "--json", "-")
+    code, out, err = openb(trace_dir, "--policies", "best-fit", "--policy", "mine:Mine", "--json", "-")
     assert code == 0, err
     records = {record["policy"]: record for record in json.loads(out)}
-    assert set(records) == {"bestfit", "my-bestfit"}
-    assert records["my-bestfit"]["curve"] == records["bestfit"]["curve"]
+    assert set(records) == {"best-fit", "my-bestfit"}
+    assert records["my-bestfit"]["curve"] == records["best-fit"]["curve"]
 
 
 @pytest.mark.parametrize(
@@ -56,7 +56,8 @@ def test_a_user_policy_runs_beside_the_built_in_ones(trace_dir: Path, user_modul
         ("class X:\n    name = ''\n", "user_bad:X", "`name` must be"),
         ("class X:\n    name = 'x'\n    def place(self, shape, memory): ...\n", "user_bad:X", "needs a method bound"),
         (
-            "from gpuslice.fgd.policies.heuristics import RandomPolicy\nclass X(RandomPolicy):\n    name = 'bestfit'\n",
+            "from gpuslice.fgd.policies.heuristics import RandomPolicy\n"
+            "class X(RandomPolicy):\n    name = 'best-fit'\n",
             "user_bad:X",
             "is taken by",
         ),
@@ -65,5 +66,5 @@ def test_a_user_policy_runs_beside_the_built_in_ones(trace_dir: Path, user_modul
 def test_bad_references_say_why(trace_dir: Path, user_modules: Path, source: str, reference: str, message: str) -> None:
     if source:
         (user_modules / "user_bad.py").write_text(source)
-    code, _, err = openb(trace_dir, "--policies", "bestfit", "--policy", reference)
-    assert code == 1 and message in err, err
+    code, _, err = openb(trace_dir, "--policies", "best-fit", "--policy", reference)
+    assert code == 2 and "Invalid value for --policy:" in err and message in err, err

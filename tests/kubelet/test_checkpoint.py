@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from gpuslice.fsutil.checkpoint import fnv32a
 from gpuslice.kubelet import MockKubelet
-from gpuslice.kubelet.checkpoint import CheckpointError, checksum, fnv32a, read
+from gpuslice.kubelet.checkpoint import CheckpointError, checksum, read
 from gpuslice.wire import deviceplugin_pb2
 from tests.kubelet.conftest import MakePlugin, register
 from tests.kubelet.fake_plugin import FakeDevicePlugin

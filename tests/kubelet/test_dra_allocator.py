@@ -1,13 +1,15 @@
-"""The mock's structured allocator and its CEL subset: selectors, counts, All, firstAvailable, counters."""
+"""The mock's structured allocator and its CEL (Kubernetes' DRA environment): selectors, counts, All, firstAvailable,
+counters."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import pytest
 
 from gpuslice.kubelet.dra_allocator import UnallocatableClaim, allocate
-from gpuslice.kubelet.dra_cel import CelError, compile_selector, device_view
+from gpuslice.kubelet.dra_cel import CelError, compile_selector, device_view, parse_quantity
 
 DRIVER = "gpu.example.com"
 VIEW = device_view(
@@ -32,22 +34,51 @@ VIEW = device_view(
         (f"device.attributes['{DRIVER}'].index == 3 || device.attributes['{DRIVER}'].nope == 1", True),
         (f"!(device.attributes['{DRIVER}'].type == 'gpu')", True),
         (f"device.capacity['{DRIVER}'].memory.compareTo(quantity('16Gi')) < 0", True),
-        (f"device.attributes['{DRIVER}'].driverVersion >= semver('550.0.0')", True),
+        (f"device.capacity['{DRIVER}'].memory.isLessThan(quantity('10737418241'))", True),
+        (f"device.capacity['{DRIVER}'].memory.add(quantity('6Gi')).compareTo(quantity('16Gi')) == 0", True),
+        (f"device.capacity['{DRIVER}'].memory.asInteger() == 10737418240", True),
+        (f"device.attributes['{DRIVER}'].driverVersion.isGreaterThan(semver('550.0.0'))", True),
+        (f"device.attributes['{DRIVER}'].driverVersion.compareTo(semver('550.127.8')) == 0", True),
+        (f"device.attributes['{DRIVER}'].driverVersion.major() == 550", True),
+        ("semver('1.0.0-rc.1').isLessThan(semver('1.0.0')) && isSemver('1.2.3') && !isQuantity('ten')", True),
         ("device.attributes['resource.kubernetes.io'].pciBusID == '0000:3b:00.0'", True),
         (f"'uuid' in device.attributes['{DRIVER}']", False),
-        ("device.attributes['other.example.com'].size() == 0", CelError),  # outside the subset
+        ("device.attributes['other.example.com'].size() == 0", True),  # a domain the device lacks: empty
+        (f"['mig', 'gpu'].exists(t, device.attributes['{DRIVER}'].type == t)", True),  # CEL's own macros
+        (f"device.attributes['{DRIVER}'].index == '3'", False),  # dyn == string: CEL's heterogeneous equality
+        # Kubernetes' typing: versions and quantities compare with their methods only (a compile error)
+        (f"device.attributes['{DRIVER}'].driverVersion >= semver('550.0.0')", CelError),
+        (f"device.capacity['{DRIVER}'].memory > quantity('1Gi')", CelError),
+        ("semver('1.0.0').compareTo(quantity('1'))", CelError),
         (f"device.attributes['{DRIVER}'].uuid == 'x'", CelError),  # no such key, as in CEL
-        (f"device.attributes['{DRIVER}'].index == '3'", CelError),  # int vs string: no such overload
+        ("semver('550') == semver('550')", CelError),  # not a semantic version: an error on evaluation
+        (f"device.attributes['{DRIVER}'].index", CelError),  # not a bool
+        ("'a' + 1 == 'a1'", CelError),  # no such overload, at compile time
         ("device.driver ==", CelError),
         ("x" * 10241, CelError),
+        ("[1].all(a, [1].all(b, [1].all(c, [1].all(d, true))))", CelError),  # the estimated cost
     ],
-)
-def test_cel_subset(expression: str, expected: object) -> None:
+)  # fmt: skip
+def test_cel(expression: str, expected: object) -> None:
     if expected is CelError:
         with pytest.raises(CelError):
             compile_selector(expression)(VIEW)
     else:
         assert compile_selector(expression)(VIEW) is expected
+
+
+def test_compile_errors_name_the_overload_as_kubernetes_does() -> None:
+    with pytest.raises(CelError, match=r"no matching overload for '_>=_' applied to '\(dyn, kubernetes.Semver\)'"):
+        compile_selector(f"device.attributes['{DRIVER}'].driverVersion >= semver('550.0.0')")
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("10Gi", 10 * 2**30), ("1.5", Fraction(3, 2)), ("500m", Fraction(1, 2)), ("1e3", 1000), ("2k", 2000),
+     ("0.5Ki", 512), ("-1M", -(10**6))],
+)  # fmt: skip
+def test_quantities_parse_as_kubernetes_writes_them(text: str, value: object) -> None:
+    assert parse_quantity(text) == value
 
 
 def _slice(

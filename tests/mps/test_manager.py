@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gpuslice.mps import CommandControl, FakeMpsControl, MpsManager, MpsStartError
 from tests.mps.helpers import mps_resource, node_of
-from tests.support.dirs import short_temp_dir
 from tests.support.mps_program import write_fake_program
 from tests.support.resources import TIME_SLICED, resource_for
 
 GPU = "nvidia.com/gpu"
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    with short_temp_dir("gs-mps-") as path:
-        yield path
 
 
 def test_start_makes_nvidias_layout_and_sends_the_limits(root: Path) -> None:

@@ -25,7 +25,7 @@ def _mig_calls(fake: FakeNvml) -> list[tuple[str, tuple[Any, ...]]]:
 
 
 def _plugin(fake: FakeNvml, kubelet: MockKubelet, checkpoint: Path) -> tuple[PluginManager, DynamicMigRuntime]:
-    """As `gpuslice plugin --backend nvml` builds it: discover, claimed GPUs from the checkpoint, runtime_for."""
+    """As `gpuslice plugin --backend nvml` builds it: discover, claimed GPUs from the checkpoint, then the runtime."""
     backend = NvmlBackend(fake, driver_root="/nonexistent-root")
     app = build_app(
         checkpoint.parent,
@@ -74,3 +74,12 @@ def test_nvml_creates_destroys_and_a_restart_keeps_its_own_instances(kubelet: Mo
         "nvmlGpuInstanceDestroy",
     ]
     assert NvmlBackend(fake, driver_root="/nonexistent-root").discover().gpus[0].mig_instances == ()
+
+
+def test_the_plugin_shuts_nvml_down_when_it_stops(kubelet: MockKubelet, workdir: Path) -> None:
+    fake = FakeNvml([FakeGpu(A100, "NVIDIA A100-SXM4-40GB", 40960, (8, 0), "00000000:07:00.0", 0, 0, mig_mode=1)])
+    app = build_app(workdir, CONFIG, kubelet, backend=NvmlBackend(fake, driver_root="/nonexistent-root"))
+    with app:
+        assert kubelet.wait_for(resource=ONE, allocatable=7, timeout=WAIT_S)
+        assert fake.initialised == 1
+    assert fake.initialised == 0  # nvmlShutdown for the nvmlInit, as NVIDIA's plugin does on exit

@@ -10,14 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuslice.allocation import AllocationAnswer, StaticAllocator
-from gpuslice.config import parse_config_text
-from gpuslice.discovery import load_node_spec
-from gpuslice.plugin import PluginManager
-from gpuslice.plugin.lifecycle import PluginRuntime
-from gpuslice.plugin.manager import AllocatorFactory
-from gpuslice.plugin.rpc_limits import MAX_STREAMS_PER_RESOURCE
-from gpuslice.sharing import HealthStore, build_resources
+from gpuslice.plugin.app import PluginApp
 from tests.plugin.rpc import PluginClient, allocate_request
+from tests.support.plugin import build_app
 
 WORKERS = 2
 
@@ -36,21 +31,6 @@ class WedgingAllocator(StaticAllocator):
         return super().allocate(requests)
 
 
-class Wedging:
-    """A PluginExtension that builds WedgingAllocators."""
-
-    def start(self) -> object:
-        WedgingAllocator.gate.set()
-        return None
-
-    def stop(self) -> None:
-        WedgingAllocator.gate.set()
-
-    @property
-    def allocator_for(self) -> AllocatorFactory:
-        return WedgingAllocator
-
-
 def wait_for_waiters(count: int) -> bool:
     deadline = time.monotonic() + 10
     while WedgingAllocator.waiting < count and time.monotonic() < deadline:
@@ -58,9 +38,9 @@ def wait_for_waiters(count: int) -> bool:
     return WedgingAllocator.waiting >= count
 
 
-def healthz(runtime: PluginRuntime) -> tuple[int, str]:
-    assert runtime.metrics_server is not None
-    url = f"http://127.0.0.1:{runtime.metrics_server.port}/healthz"
+def healthz(app: PluginApp) -> tuple[int, str]:
+    assert app.runtime.metrics_server is not None
+    url = f"http://127.0.0.1:{app.runtime.metrics_server.port}/healthz"
     try:
         with urllib.request.urlopen(url, timeout=10) as response:
             return response.status, response.read().decode()
@@ -69,28 +49,27 @@ def healthz(runtime: PluginRuntime) -> tuple[int, str]:
 
 
 def test_healthz_fails_while_the_grpc_workers_are_wedged_and_recovers(workdir: Path) -> None:
-    node = load_node_spec("preset:h100x4").node
-    plan = build_resources(node, parse_config_text("").config)
-    manager = PluginManager(
-        plan.resources, HealthStore(node), None, socket_dir=workdir, workers=WORKERS, extension=Wedging()
+    WedgingAllocator.gate.set()
+    app = build_app(
+        workdir, workers=WORKERS, metrics_port=0, metrics_address="127.0.0.1", allocator_factory=WedgingAllocator
     )
-    runtime = PluginRuntime(manager, metrics_port=0, metrics_address="127.0.0.1")
-    runtime.start()
+    app.start()
     try:
-        assert healthz(runtime) == (200, "ok\n")
-        (server,) = manager.servers
+        assert healthz(app) == (200, "ok\n")
+        (server,) = app.manager.servers
+        assert isinstance(server.service.allocator, WedgingAllocator)
         with PluginClient(server.socket_path) as client:
             WedgingAllocator.gate.clear()
-            device = plan.resources[0].devices[0].id
-            pool = WORKERS + MAX_STREAMS_PER_RESOURCE  # unused stream slots serve unary calls too
+            device = app.plan.resources[0].devices[0].id
+            pool = server.max_workers  # unused stream threads serve unary calls too
             stuck = [client.stub.Allocate.future(allocate_request([device]), timeout=30) for _ in range(pool)]
             assert wait_for_waiters(pool)
-            status, why = healthz(runtime)
+            status, why = healthz(app)
             assert status == 503 and "did not answer a call within 1 s (DEADLINE_EXCEEDED)" in why
             WedgingAllocator.gate.set()
             for call in stuck:
                 assert call.result().container_responses
-        assert healthz(runtime) == (200, "ok\n")
+        assert healthz(app) == (200, "ok\n")
     finally:
         WedgingAllocator.gate.set()
-        runtime.stop()
+        app.stop()

@@ -16,8 +16,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gpuslice.kubelet import MockKubelet
+from gpuslice.logs import JsonFormatter, KlogFormatter, configure_logging
 from gpuslice.plugin.lifecycle import PluginRuntime
-from gpuslice.plugin.logs import JsonFormatter, KlogFormatter, configure_logging
 from tests.plugin.rpc import allocate_request
 from tests.support.plugin import build_app
 from tests.support.stack import TIME_SLICED_4, Stack, start_stack

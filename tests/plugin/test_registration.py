@@ -113,37 +113,66 @@ def test_one_server_and_socket_per_resource(kubelet: MockKubelet) -> None:
 
 
 class RecordingExtension:
-    """A plugin extension that records its lifecycle and tags every service it builds."""
+    """A plugin extension that records its lifecycle and builds the allocators of the resources it names."""
 
-    def __init__(self, kubelet: MockKubelet) -> None:
+    def __init__(self, name: str, kubelet: MockKubelet, calls: list[str], serves: tuple[str, ...]) -> None:
+        self.name = name
         self.kubelet = kubelet
-        self.calls: list[str] = []
+        self.calls = calls
+        self.serves = serves
+
+    def _sockets(self) -> int:
+        return len(list(self.kubelet.device_plugin_dir.glob("gpuslice-*")))
 
     def start(self) -> None:
-        self.calls.append(f"start, sockets: {len(list(self.kubelet.device_plugin_dir.glob('gpuslice-*')))}")
+        self.calls.append(f"{self.name} start, sockets: {self._sockets()}")
 
     def stop(self) -> None:
-        self.calls.append(f"stop, sockets: {len(list(self.kubelet.device_plugin_dir.glob('gpuslice-*')))}")
+        self.calls.append(f"{self.name} stop, sockets: {self._sockets()}")
 
     def allocator_for(self, resource, health, options=None, whole_gpu_rule=None):  # type: ignore[no-untyped-def]
-        self.calls.append(f"service {resource.name}")
+        if resource.name not in self.serves:
+            return None
+        self.calls.append(f"{self.name} builds {resource.name}")
         return StaticAllocator(resource, health, options, whole_gpu_rule)
 
 
-def test_an_extension_wraps_the_servers_and_builds_the_services(kubelet: MockKubelet) -> None:
-    node = load_node_spec(None).node
-    extension = RecordingExtension(kubelet)
-    manager = PluginManager(
-        build_resources(node, Config()).resources, HealthStore(node), kubelet.socket_path, extension=extension
-    )
+def test_extensions_wrap_the_servers_and_the_first_that_serves_a_resource_builds_it(kubelet: MockKubelet) -> None:
+    h100 = {"model": "NVIDIA H100 80GB HBM3", "memory_mib": 81559, "compute_capability": "9.0"}
+    node = parse_node_spec({"name": "ext", "gpus": [{**h100, "mig": ["3g.40gb", "3g.40gb"]}, h100]}).node
+    resources = build_resources(node, parse_config_text("flags: {migStrategy: mixed}").config).resources
+    assert [r.name for r in resources] == ["nvidia.com/gpu", "nvidia.com/mig-3g.40gb"]
+    calls: list[str] = []
+    extensions = [
+        RecordingExtension("first", kubelet, calls, ("nvidia.com/mig-3g.40gb",)),
+        RecordingExtension("second", kubelet, calls, ("nvidia.com/mig-3g.40gb", "nvidia.com/gpu")),
+    ]
+    manager = PluginManager(resources, HealthStore(node), kubelet.socket_path, extensions=extensions)
     with manager:
-        assert kubelet.wait_for(resource="nvidia.com/gpu", allocatable=4, timeout=WAIT_S)
+        assert kubelet.wait_for(resource="nvidia.com/gpu", allocatable=1, timeout=WAIT_S)
         kubelet.restart()
         manager.reregister()
-        assert kubelet.wait_for(resource="nvidia.com/gpu", allocatable=4, min_registrations=2, timeout=WAIT_S)
-    assert extension.calls == [
-        "start, sockets: 0",
-        "service nvidia.com/gpu",
-        "service nvidia.com/gpu",
-        "stop, sockets: 0",
+        assert kubelet.wait_for(resource="nvidia.com/gpu", allocatable=1, min_registrations=2, timeout=WAIT_S)
+    built = ["second builds nvidia.com/gpu", "first builds nvidia.com/mig-3g.40gb"]
+    assert calls == [
+        "first start, sockets: 0",
+        "second start, sockets: 0",
+        *built,
+        *built,  # the kubelet restart: fresh servers, the extensions keep running
+        "second stop, sockets: 0",
+        "first stop, sockets: 0",
     ]
+
+
+def test_without_an_extension_serving_it_a_resource_gets_the_managers_factory(workdir: Path) -> None:
+    node = load_node_spec(None).node
+    built: list[str] = []
+
+    def factory(resource, health, options, rule):  # type: ignore[no-untyped-def]
+        built.append(resource.name)
+        return StaticAllocator(resource, health, options, rule)
+
+    resources = build_resources(node, Config()).resources
+    with PluginManager(resources, HealthStore(node), None, socket_dir=workdir, allocator_factory=factory) as manager:
+        assert [type(s.service.allocator) for s in manager.servers] == [StaticAllocator]
+    assert built == ["nvidia.com/gpu"]

@@ -16,13 +16,12 @@ from gpuslice.discovery import load_node_spec
 from gpuslice.plugin.rpc_limits import (
     MAX_CONTAINERS_PER_REQUEST,
     MAX_IDS_PER_REQUEST,
-    MAX_REQUEST_BYTES,
     MAX_STREAMS_PER_RESOURCE,
 )
 from gpuslice.plugin.server import DEFAULT_WORKERS, ResourceServer
 from gpuslice.plugin.service import ResourceService
 from gpuslice.sharing import HealthStore, build_resources
-from gpuslice.wire import deviceplugin_pb2
+from gpuslice.wire import MAX_REQUEST_BYTES, deviceplugin_pb2
 from tests.plugin.rpc import PluginClient, allocate_request, preferred_request
 
 ALLOCATE_DEADLINE_S = 5.0

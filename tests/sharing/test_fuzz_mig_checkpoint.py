@@ -11,12 +11,19 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuslice.sharing.dynamic.checkpoint import MigCheckpointError, checksum, decode, encode, read_checkpoint
+from gpuslice.fsutil.checkpoint import digest
+from gpuslice.sharing.dynamic.checkpoint import (
+    MIG_CHECKPOINT_FORMAT,
+    MigCheckpointError,
+    decode_holdings,
+    encode_holdings,
+    read_checkpoint,
+)
 from tests.support.fuzz import json_values, mutated
 from tests.support.hostile import CHECKPOINT_NODE as NODE
 from tests.support.hostile import sample_holdings as held
 
-VALID = json.dumps(encode(held(), NODE.name), indent=1).encode()
+VALID = json.dumps(encode_holdings(held(), NODE.name), indent=1).encode()
 
 
 @given(st.one_of(mutated(VALID), st.binary(max_size=512)))
@@ -40,7 +47,9 @@ def test_fuzz_checkpoint_files(data: bytes) -> None:
 )
 def test_fuzz_checkpoint_documents_with_a_valid_seal(holdings: list[Any]) -> None:
     """A correctly sealed document with hostile content still gives holdings or the typed error."""
-    data = {"node": NODE.name, "holdings": holdings}
-    document = {"kind": "gpuslice/dynamic-mig-checkpoint", "version": 1, "checksum": checksum(data), "data": data}
     with contextlib.suppress(MigCheckpointError):
-        decode(document, NODE.name)
+        decode_holdings(MIG_CHECKPOINT_FORMAT.seal(NODE.name, {"holdings": holdings}), NODE.name)
+    data = {"node": NODE.name, "holdings": holdings}  # the same in the version 1 layout, upgraded on read
+    with contextlib.suppress(MigCheckpointError):
+        document = {"kind": MIG_CHECKPOINT_FORMAT.kind, "version": 1, "checksum": digest(data), "data": data}
+        decode_holdings(document, NODE.name)

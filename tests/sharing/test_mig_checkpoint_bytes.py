@@ -13,7 +13,7 @@ from gpuslice.sharing.dynamic.checkpoint import (
     MAX_CHECKPOINT_BYTES,
     MigCheckpoint,
     MigCheckpointError,
-    encode,
+    encode_holdings,
     read_checkpoint,
 )
 from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry
@@ -24,7 +24,7 @@ from tests.support.hostile import sample_holdings as held
 
 
 def _tampered() -> bytes:
-    document = encode(held(), NODE.name)
+    document = encode_holdings(held(), NODE.name)
     document["data"]["holdings"][0]["start"] = 4
     return json.dumps(document).encode()
 

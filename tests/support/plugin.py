@@ -81,7 +81,8 @@ def build_app(
 ) -> PluginApp:
     """A PluginApp (not started) over `backend` (a Backend, or what fake_backend takes)."""
     chosen = backend if isinstance(backend, Backend) else fake_backend(backend, workdir)
-    extra = {key: fields.pop(key) for key in ("mps_control", "metrics", "on_reload") if key in fields}
+    app_fields = ("mps_control", "metrics", "observer", "on_reload", "allocator_factory")
+    extra = {key: fields.pop(key) for key in app_fields if key in fields}
     return PluginApp(plugin_options(workdir, config, kubelet, **fields), backend=chosen, **extra)
 
 

@@ -8,6 +8,7 @@ from typing import Literal
 
 from gpuslice.advise.gpu_models import GpuFacts
 from gpuslice.advise.isolation import ISOLATION, IsolationProfile, Mechanism
+from gpuslice.discovery.nodespec import MAX_GPUS_PER_NODE
 from gpuslice.gpu import InvalidMigLayout, MigCatalogue, MigProfile, assign_placements
 
 Latency = Literal["sensitive", "batch"]
@@ -23,6 +24,7 @@ OVERLAY: dict[Mechanism, str] = {
     "time-slicing": "deploy/overlays/time-slicing",
 }
 WHOLE_RESOURCE = "nvidia.com/gpu"
+DEFAULT_GPUS_PER_NODE = 8  # HGX and DGX boards: the largest node most clusters have
 # Shared replicas are advertised under their own name, so no pod gets a slice while asking for a GPU.
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
 
@@ -39,6 +41,7 @@ class TenantNeeds:
     tenancy: Tenancy
     memory_gib: float
     per_gpu: int
+    gpus_per_node: int = DEFAULT_GPUS_PER_NODE  # the most GPUs one node of the cluster has
 
     def __post_init__(self) -> None:
         if self.latency not in LATENCIES:
@@ -49,6 +52,8 @@ class TenantNeeds:
             raise AdviceError(f"memory per workload must be a positive number of GiB, got {self.memory_gib}")
         if self.per_gpu < 1:
             raise AdviceError(f"workloads per GPU must be at least 1, got {self.per_gpu}")
+        if not 1 <= self.gpus_per_node <= MAX_GPUS_PER_NODE:
+            raise AdviceError(f"GPUs per node must be 1 to {MAX_GPUS_PER_NODE}, got {self.gpus_per_node}")
 
     @property
     def memory_mib(self) -> int:
@@ -94,6 +99,15 @@ class Recommendation:
     time_slicing_replicas: int | None = None
 
     @property
+    def pods_per_workload(self) -> int:
+        """A pod runs on one node: a workload that needs more GPUs than a node has runs as several pods."""
+        return math.ceil(self.gpus_per_workload / self.needs.gpus_per_node)
+
+    @property
+    def gpus_per_pod(self) -> int:
+        return math.ceil(self.gpus_per_workload / self.pods_per_workload)
+
+    @property
     def isolation(self) -> IsolationProfile:
         return ISOLATION[self.mechanism]
 
@@ -120,6 +134,17 @@ def recommend(needs: TenantNeeds, gpu: GpuFacts) -> Recommendation:
     want, total = needs.memory_mib, gpu.memory_mib
     if want > total:
         count = math.ceil(want / total)
+        node = needs.gpus_per_node
+        pods = math.ceil(count / node)
+        too_big: tuple[str, ...] = (
+            (
+                f"{count} GPUs is more than one node has ({node}, --gpus-per-node) and a pod cannot span nodes: "
+                f"run each workload as {pods} pods of {math.ceil(count / pods)} GPUs with a multi-node framework "
+                "(PyTorch distributed, say), or use GPUs with more memory",
+            )
+            if count > node
+            else ()
+        )
         return _whole(
             needs,
             gpu,
@@ -129,6 +154,7 @@ def recommend(needs: TenantNeeds, gpu: GpuFacts) -> Recommendation:
                 f"each workload needs {count} GPUs and must split its model across them",
             ),
             gpus_per_workload=count,
+            warnings=too_big,
         )
     if needs.per_gpu == 1:
         return _whole(needs, gpu, "one-per-gpu", ("one workload per GPU leaves nothing to share",))

@@ -111,6 +111,9 @@ def as_json(rec: Recommendation) -> dict[str, Any]:
         "resource_name": rec.resource_name,
         "workloads_per_gpu": rec.workloads_per_gpu,
         "gpus_per_workload": rec.gpus_per_workload,
+        "gpus_per_node": rec.needs.gpus_per_node,
+        "pods_per_workload": rec.pods_per_workload,
+        "gpus_per_pod": rec.gpus_per_pod,
         "reasons": list(rec.reasons),
         "warnings": list(rec.warnings),
         "isolation": {
@@ -156,7 +159,8 @@ def report_text(rec: Recommendation) -> str:
         f"GPU:    {gpu.product_name}, {gpu.memory_mib} MiB ({source}), compute capability {cc}",
         "",
         f"Recommendation: {_headline(rec)}",
-        f"  pods request: {rec.resource_name}: {rec.gpus_per_workload}",
+        f"  pods request: {rec.resource_name}: {rec.gpus_per_pod}"
+        + (f" ({rec.pods_per_workload} pods per workload)" if rec.pods_per_workload > 1 else ""),
         f"  rule: {rec.rule}",
     ]
     lines += [f"  - {reason}" for reason in rec.reasons]

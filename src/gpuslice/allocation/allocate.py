@@ -6,6 +6,7 @@ from collections.abc import Collection, Sequence
 from functools import lru_cache
 
 from gpuslice.allocation.answer import AllocationAnswer, ContainerAllocation, ContainerEdits, DeviceNode, combine
+from gpuslice.allocation.cdi import CONTROL_NODES, MODESET_NODE
 from gpuslice.allocation.errors import (
     MAX_DEVICE_ID_LENGTH,
     EmptyRequest,
@@ -19,8 +20,9 @@ from gpuslice.allocation.options import DEFAULT_OPTIONS, AllocateOptions, Alloca
 from gpuslice.sharing import AdvertisedDevice, Resource, is_replica, physical_id, weakest
 
 VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
-# The default pipeline's control nodes; NVIDIA's pipeline uses the options' control_nodes (those present).
-CONTROL_DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
+# gpuslice's plain answer gives the control nodes CUDA needs; NVIDIA's pipeline gives the options'
+# control_nodes (those present, modeset included).
+_CUDA_CONTROL_NODES = tuple(path for path in CONTROL_NODES if path != MODESET_NODE)
 
 
 def validate_request(
@@ -118,15 +120,12 @@ def visible_devices_step(context: AllocationContext) -> ContainerEdits:
 def device_nodes_step(context: AllocationContext) -> ContainerEdits:
     """The control nodes, then each device's nodes: /dev/nvidia<N>, plus the two MIG capability nodes."""
     root = context.options.dev_root
-    nodes = {node.container_path: node for node in _nodes(CONTROL_DEVICE_NODES, root)}
+    nodes = {node.container_path: node for node in _nodes(_CUDA_CONTROL_NODES, root)}
     for device in context.physical:
         mig = device.mig
         paths: tuple[str, ...] = (device.gpu.device_path,)
         if mig is not None:
-            paths += (
-                f"/dev/nvidia-caps/nvidia-cap{mig.gi_cap_minor}",
-                f"/dev/nvidia-caps/nvidia-cap{mig.ci_cap_minor}",
-            )
+            paths += mig.capability_paths
         for node in _nodes(paths, root):
             nodes.setdefault(node.container_path, node)
     return ContainerEdits(device_nodes=tuple(nodes.values()))

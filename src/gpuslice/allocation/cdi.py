@@ -20,7 +20,11 @@ DEFAULT_CDI_DIR = "/var/run/cdi"
 GPU_SPEC_FILE = "k8s.device-plugin.nvidia.com-gpu.json"
 IMEX_SPEC_FILE = "k8s.device-plugin.nvidia.com-imex-channel.json"
 ALL_DEVICES = "all"
-CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
+VOID_VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES=void"
+# The driver's control device nodes, the one list of them: NVIDIA passes each that exists to every GPU
+# container. /dev/nvidia-modeset serves display mode setting, which CUDA does not need.
+MODESET_NODE = "/dev/nvidia-modeset"
+CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", MODESET_NODE)
 IMEX_CHANNEL_DIR = "/dev/nvidia-caps-imex-channels"
 
 IdStrategy = Literal["uuid", "index"]
@@ -35,7 +39,7 @@ def qualified_name(kind: str, name: str) -> str:
     return f"{kind}={name}"
 
 
-def gpu_device_name(gpu: Gpu, mig: MigInstance | None, strategy: IdStrategy) -> str:
+def spec_device_name(gpu: Gpu, mig: MigInstance | None, strategy: IdStrategy) -> str:
     """A device's CDI name under a deviceIDStrategy: its UUID, or its index (`0`, `0:1`)."""
     if mig is not None:
         return mig.uuid if strategy == "uuid" else mig.device_index
@@ -54,11 +58,7 @@ def device_nodes(gpu: Gpu, mig: MigInstance | None, dev_root: str) -> list[dict[
 
 
 def _device_paths(gpu: Gpu, mig: MigInstance | None) -> list[str]:
-    paths = [gpu.device_path]
-    if mig is not None:
-        paths.append(f"/dev/nvidia-caps/nvidia-cap{mig.gi_cap_minor}")
-        paths.append(f"/dev/nvidia-caps/nvidia-cap{mig.ci_cap_minor}")
-    return paths
+    return [gpu.device_path, *(mig.capability_paths if mig is not None else ())]
 
 
 def present_control_nodes(node_exists: Callable[[str], bool]) -> tuple[str, ...]:
@@ -72,20 +72,42 @@ def common_edits(
     common: Mapping[str, Any] | None = None,
     env: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The containerEdits every device of a spec shares: NVIDIA_VISIBLE_DEVICES=void (so the legacy runtime
-    hook does not inject devices a second time, or every GPU for a CUDA image's `all`), the control nodes,
-    `common` (the driver's mounts and hooks, cdi_driver) and `env` after the driver's."""
+    """The containerEdits every device of a GPU spec shares: the control nodes, `common` (the driver's
+    mounts and hooks, cdi_driver) and `env` after the driver's (build_spec puts void first)."""
     extra = dict(common or {})
     return {
-        "env": ["NVIDIA_VISIBLE_DEVICES=void", *extra.pop("env", []), *env],
+        "env": [*extra.pop("env", []), *env],
         "deviceNodes": [device_node(p, dev_root) for p in control_nodes],
         **extra,
     }
 
 
-def versioned(spec: dict[str, Any]) -> dict[str, Any]:
-    """`spec` with the lowest cdiVersion that carries what it uses, checked (CdiError when invalid)."""
-    spec = {"cdiVersion": minimum_version(spec), **{k: v for k, v in spec.items() if k != "cdiVersion"}}
+def split_hooks(edits: Mapping[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """`edits` without their hooks, and the hooks.
+
+    A runtime applies the common edits of every spec file a container names, once per file, and keeps
+    one mount per container path, one device node per path and one value per env name, but runs every
+    hook it is given. So where one container names several spec files (DRA: one per claim), the hooks
+    go in one file they all name, and the rest may repeat harmlessly.
+    """
+    rest = {key: value for key, value in edits.items() if key != "hooks"}
+    return rest, list(edits.get("hooks") or ())
+
+
+def build_spec(
+    kind: str, devices: Sequence[Mapping[str, Any]], common: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The one builder of every CDI spec (GPUs, IMEX channels, GPUDirect features, DRA claims).
+
+    `devices` under `kind`, with `common` as the spec's containerEdits after NVIDIA_VISIBLE_DEVICES=void:
+    the legacy runtime hook then injects no device a second time, nor every GPU for a CUDA image's
+    `all`, whichever of our specs a container gets. The lowest cdiVersion that carries what the spec
+    uses; checked (CdiError when invalid).
+    """
+    edits = dict(common or {})
+    edits["env"] = [VOID_VISIBLE_DEVICES, *edits.get("env", ())]
+    spec: dict[str, Any] = {"kind": kind, "containerEdits": edits, "devices": [dict(d) for d in devices]}
+    spec = {"cdiVersion": minimum_version(spec), **spec}
     check_spec(spec)
     return spec
 
@@ -114,7 +136,7 @@ def gpu_spec(
         for parent, mig in entries:
             every += _device_paths(parent, mig)
             nodes = device_nodes(parent, mig, dev_root)
-            for name in (gpu_device_name(parent, mig, strategy), gpu_device_name(parent, mig, other)):
+            for name in (spec_device_name(parent, mig, strategy), spec_device_name(parent, mig, other)):
                 devices.append({"name": name, "containerEdits": {"deviceNodes": nodes}})
     if devices:
         devices.append(
@@ -123,8 +145,7 @@ def gpu_spec(
                 "containerEdits": {"deviceNodes": [device_node(p, dev_root) for p in dict.fromkeys(every)]},
             }
         )
-    edits = common_edits(dev_root, control_nodes, common)
-    return versioned({"kind": GPU_KIND, "containerEdits": edits, "devices": devices})
+    return build_spec(GPU_KIND, devices, common_edits(dev_root, control_nodes, common))
 
 
 def imex_spec(channels: Sequence[int], dev_root: str = "/") -> dict[str, Any]:
@@ -133,7 +154,7 @@ def imex_spec(channels: Sequence[int], dev_root: str = "/") -> dict[str, Any]:
         {"name": str(n), "containerEdits": {"deviceNodes": [device_node(f"{IMEX_CHANNEL_DIR}/channel{n}", dev_root)]}}
         for n in channels
     ]
-    return versioned({"kind": IMEX_KIND, "devices": devices})
+    return build_spec(IMEX_KIND, devices)
 
 
 def check_spec(spec: Mapping[str, Any]) -> None:

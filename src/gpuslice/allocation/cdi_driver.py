@@ -49,13 +49,19 @@ class CdiDriverOptions:
         root = self.driver_root.rstrip("/")
         return root + path
 
+    def roots(self) -> dict[str, str]:
+        """Host path -> where this process sees it: what the spec checker may look under."""
+        return {self.driver_root: self.container_driver_root}
+
 
 def driver_edits(files: DriverFiles, options: CdiDriverOptions) -> dict[str, Any]:
     """Common containerEdits for the driver: one read-only mount per file (host path under the driver root,
     container path as inside the root), and the hooks, each unless disabled."""
     edits: dict[str, Any] = {}
+    # The source is the file's real place in the root: a runtime following a link of the root on the
+    # host would leave the root (var/run -> /run) and find nothing, or the host's own file.
     mounts = [
-        {"hostPath": options.host_path(path), "containerPath": path, "options": list(MOUNT_OPTIONS)}
+        {"hostPath": options.host_path(files.source(path)), "containerPath": path, "options": list(MOUNT_OPTIONS)}
         for path in files.files
     ]
     if mounts:

@@ -45,7 +45,10 @@ class ResolvedEdits:
 
 
 def load_specs(directory: str | Path) -> dict[str, Mapping[str, Any]]:
-    """The valid CDI specs (`*.json`) of a directory by kind; CdiError for an invalid one or a kind twice."""
+    """The valid CDI specs (`*.json`) of a directory by file name; CdiError for an invalid one.
+
+    Several files may share a kind (DRA writes one file per claim, all of kind `<driver>/claim`), as the
+    CDI registry allows; a device name defined twice within a kind is refused when it is resolved."""
     specs: dict[str, Mapping[str, Any]] = {}
     paths = sorted(Path(directory).glob("*.json"))
     if len(paths) > MAX_SPEC_FILES:
@@ -60,28 +63,31 @@ def load_specs(directory: str | Path) -> dict[str, Mapping[str, Any]]:
         problems = spec_problems(spec)
         if problems:
             raise CdiError(f"{path}: invalid CDI spec: {'; '.join(problems)}")
-        kind = str(spec["kind"])
-        if kind in specs:
-            raise CdiError(f"{path}: kind {kind} is already defined by another spec file")
-        specs[kind] = spec
+        specs[path.name] = spec
     return specs
 
 
 def resolve(specs: Mapping[str, Mapping[str, Any]], names: Iterable[str]) -> ResolvedEdits:
-    """The merged edits of fully qualified names (`vendor/class=device`); CdiError naming the first unresolved one."""
+    """The merged edits of fully qualified names (`vendor/class=device`); CdiError naming the first unresolved one.
+
+    As a runtime does: the common edits of each spec file that defines a requested device, once per file,
+    then each device's own edits."""
     common: dict[str, Mapping[str, Any]] = {}
     device_edits: list[Mapping[str, Any]] = []
     for name in dict.fromkeys(names):
         kind, separator, device = name.partition("=")
         if not separator or not device:
             raise CdiError(f"{name!r} is not a qualified CDI name (vendor/class=device)")
-        spec = specs.get(kind)
-        if spec is None:
+        of_kind = {file: spec for file, spec in specs.items() if spec["kind"] == kind}
+        if not of_kind:
             raise CdiError(f"unresolvable CDI device {name}: no spec of kind {kind}")
-        entry = next((d for d in spec["devices"] if d["name"] == device), None)
-        if entry is None:
+        found = [(file, d) for file, spec in of_kind.items() for d in spec["devices"] if d["name"] == device]
+        if not found:
             raise CdiError(f"unresolvable CDI device {name}: kind {kind} has no device {device!r}")
-        common.setdefault(kind, spec.get("containerEdits") or {})
+        if len(found) > 1:
+            raise CdiError(f"conflicting CDI device {name}: defined in {', '.join(sorted(f for f, _ in found))}")
+        ((file, entry),) = found
+        common.setdefault(file, of_kind[file].get("containerEdits") or {})
         device_edits.append(entry.get("containerEdits") or {})
     merged = [*common.values(), *device_edits]
     return ResolvedEdits(

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuslice.allocation.cdi import (
+    ALL_DEVICES,
     CDI_VENDOR,
     CONTROL_NODES,
     FEATURE_ENVS,
@@ -16,13 +17,15 @@ from gpuslice.allocation.cdi import (
     IMEX_SPEC_FILE,
     CdiError,
     IdStrategy,
+    build_spec,
     check_spec,
+    device_node,
     gpu_spec,
     imex_spec,
-    versioned,
     write_spec,
 )
 from gpuslice.allocation.cdi_driver import DISABLE_IPC, MOUNT_OPTIONS, CdiDriverOptions, driver_edits
+from gpuslice.allocation.cdi_validate import edits_host_problems
 from gpuslice.config import Config
 from gpuslice.discovery.driver_files import DriverFiles, discover_driver_files, discover_feature_files
 from gpuslice.gpu import Node
@@ -111,6 +114,8 @@ def build_specs(node: Node, settings: CdiSettings, driver: DriverFiles | None = 
         if missing is not None:
             warnings.append(f"{missing}; CDI containers may not start CUDA without them")
         common = driver_edits(driver, settings.driver)
+        # What a runtime would not find on the host (a source through a link out of the root, no hook program)
+        warnings += edits_host_problems(common, settings.driver.roots(), "CDI driver edits", device_nodes=False)
         specs[GPU_SPEC_FILE] = gpu_spec(node, settings.id_strategy, settings.dev_root, common, settings.control_nodes)
     if settings.imex_channels:
         specs[IMEX_SPEC_FILE] = imex_spec(settings.imex_channels, settings.dev_root)
@@ -126,19 +131,18 @@ def build_specs(node: Node, settings: CdiSettings, driver: DriverFiles | None = 
 def _feature_spec(feature: str, settings: CdiSettings) -> tuple[dict[str, Any], str | None]:
     """Device `all` of a GPUDirect feature: its env (as in NVIDIA's answer), device nodes and files found."""
     found = discover_feature_files(feature, settings.container_dev_root, settings.driver.container_driver_root)
-    root = settings.dev_root.rstrip("/")
     edits: dict[str, Any] = {"env": [f"{FEATURE_ENVS[feature]}=enabled"]}
     if found.device_nodes:
-        edits["deviceNodes"] = [{"path": p, "hostPath": root + p} if root else {"path": p} for p in found.device_nodes]
+        edits["deviceNodes"] = [device_node(p, settings.dev_root) for p in found.device_nodes]
     if found.files:
         edits["mounts"] = [
-            {"hostPath": settings.driver.host_path(p), "containerPath": p, "options": list(MOUNT_OPTIONS)}
+            {"hostPath": settings.driver.host_path(found.source(p)), "containerPath": p, "options": list(MOUNT_OPTIONS)}
             for p in found.files
         ]
     warning = None
     if not found.device_nodes:
         warning = f"{feature}Enabled: no {feature} device node under {settings.container_dev_root}/dev"
-    spec = versioned({"kind": feature_kind(feature), "devices": [{"name": "all", "containerEdits": edits}]})
+    spec = build_spec(feature_kind(feature), [{"name": ALL_DEVICES, "containerEdits": edits}])
     return spec, warning
 
 

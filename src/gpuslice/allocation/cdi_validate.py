@@ -1,9 +1,12 @@
-"""A CDI spec checker written from the CDI specification (SPEC.md): structure, names, edits, and the version rule."""
+"""A CDI spec checker written from the CDI specification (SPEC.md): structure, names, edits, the version rule,
+and whether the host has what a spec names (mount sources, device nodes, hook programs)."""
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 # Released spec versions, and what each one added (the "Released versions" table of the CDI spec).
@@ -221,3 +224,109 @@ def _absolute(path: Any, where: str, required: bool) -> list[str]:
 
 def _uint(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**32
+
+
+_MAX_LINK_HOPS = 40
+
+
+def host_problems(spec: Mapping[str, Any], roots: Mapping[str, str]) -> list[str]:
+    """What a runtime on the host would not find: every mount source and device node of `spec`, and each
+    hook program a root shows, looked up under `roots` (host path -> where this process sees it).
+
+    Links are followed as the runtime follows them, on the host: an absolute link inside a root points
+    at the host's own `/`, so a source that passes through one is found only where a root shows that.
+    """
+    problems: list[str] = []
+    for where, edits in _edits_of(spec):
+        problems += edits_host_problems(edits, roots, where)
+    return list(dict.fromkeys(problems))
+
+
+def edits_host_problems(
+    edits: Mapping[str, Any], roots: Mapping[str, str], where: str = "containerEdits", device_nodes: bool = True
+) -> list[str]:
+    """host_problems for one containerEdits object (device nodes left out with `device_nodes=False`)."""
+    view = HostView(roots)
+    problems = []
+    for position, mount in enumerate(edits.get("mounts") or ()):
+        problem = view.problem(str(mount.get("hostPath", "")))
+        if problem is not None:
+            problems.append(f"{where}.mounts[{position}]: mount source {problem}")
+    for position, node in enumerate(edits.get("deviceNodes") or () if device_nodes else ()):
+        problem = view.problem(str(node.get("hostPath") or node.get("path", "")))
+        if problem is not None:
+            problems.append(f"{where}.deviceNodes[{position}]: device node {problem}")
+    for hook in edits.get("hooks") or ():
+        path = str(hook.get("path", ""))
+        if view.shows(path):
+            problem = view.problem(path)
+            if problem is not None:
+                problems.append(f"hook program {problem}: install the NVIDIA Container Toolkit (nvidia-ctk) there")
+    return list(dict.fromkeys(problems))
+
+
+def _edits_of(spec: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    common = spec.get("containerEdits")
+    if isinstance(common, Mapping):
+        yield "containerEdits", common
+    for position, device in enumerate(spec.get("devices") or ()):
+        edits = device.get("containerEdits") if isinstance(device, Mapping) else None
+        if isinstance(edits, Mapping):
+            yield f"devices[{position}].containerEdits", edits
+
+
+class HostView:
+    """The host's files as far as this process sees them: each root (a host path) mounted somewhere here."""
+
+    def __init__(self, roots: Mapping[str, str]) -> None:
+        self.roots = {_norm(host): local for host, local in roots.items()}
+
+    def _locate(self, host: str) -> tuple[str, str] | None:
+        best: tuple[str, str] | None = None
+        for prefix, local in self.roots.items():
+            inside = host == prefix or host.startswith(prefix.rstrip("/") + "/")
+            if inside and (best is None or len(prefix) > len(best[0])):
+                best = (prefix, local)
+        return best
+
+    def shows(self, host: str) -> bool:
+        return self._locate(_norm(host)) is not None
+
+    def problem(self, host: str) -> str | None:
+        """None when `host` exists on the host as a runtime resolves it, else what is wrong, in one line."""
+        if not host.startswith("/"):
+            return f"{host!r}: not an absolute host path"
+        path, via, hops = _norm(host), "", 0
+        while True:
+            found = self._locate(path)
+            if found is None:
+                shown = ", ".join(sorted(self.roots))
+                if via:
+                    return f"{host}: the link {via} leads to {path} on the host, outside the roots looked at ({shown})"
+                return f"{host}: outside the roots looked at ({shown})"
+            prefix, local = found
+            rest = [part for part in path[len(prefix) :].split("/") if part]
+            current_host, current_local = prefix, local
+            for index, part in enumerate(rest):
+                candidate = os.path.join(current_local, part)
+                if os.path.islink(candidate):
+                    hops += 1
+                    if hops > _MAX_LINK_HOPS:
+                        return f"{host}: too many levels of links"
+                    try:
+                        target = os.readlink(candidate)
+                    except OSError as exc:
+                        return f"{host}: unreadable link {candidate}: {exc.strerror or exc}"
+                    link = posixpath.join(current_host, part)
+                    via = f"{link} -> {target}"
+                    path = _norm(posixpath.join(current_host, target, *rest[index + 1 :]))
+                    break
+                if not os.path.lexists(candidate):
+                    return f"{host}: not found (no {candidate})"
+                current_host, current_local = posixpath.join(current_host, part), candidate
+            else:
+                return None
+
+
+def _norm(path: str) -> str:
+    return posixpath.normpath(path) if path else "/"

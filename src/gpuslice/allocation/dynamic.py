@@ -13,8 +13,7 @@ from gpuslice.allocation.options import AllocateOptions
 from gpuslice.allocation.preferred import WholeGpuRule, preferred_allocation
 from gpuslice.gpu import MigInstance
 from gpuslice.sharing import HealthStore, Resource
-from gpuslice.sharing.dynamic.geometry import SlotUnavailable
-from gpuslice.sharing.dynamic.runtime import ClaimError, DynamicMig
+from gpuslice.sharing.dynamic import ClaimError, DynamicMig, SlotUnavailable
 from gpuslice.sharing.listeners import Listener
 
 

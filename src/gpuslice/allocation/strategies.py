@@ -82,8 +82,7 @@ def _device_specs(context: AllocationContext, settings: AllocateOptions) -> tupl
     for device in context.physical:
         paths.append(device.gpu.device_path)
         if device.mig is not None:
-            paths.append(f"/dev/nvidia-caps/nvidia-cap{device.mig.gi_cap_minor}")
-            paths.append(f"/dev/nvidia-caps/nvidia-cap{device.mig.ci_cap_minor}")
+            paths += device.mig.capability_paths
     paths += [f"{IMEX_CHANNEL_DIR}/channel{n}" for n in settings.imex_channels]
     root = settings.dev_root.rstrip("/")
     return tuple(DeviceNode(path, root + path, "rw") for path in dict.fromkeys(paths))

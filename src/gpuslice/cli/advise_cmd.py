@@ -20,6 +20,8 @@ from gpuslice.advise import (
     report_text,
     resolve_gpu,
 )
+from gpuslice.advise.decide import DEFAULT_GPUS_PER_NODE
+from gpuslice.discovery.nodespec import MAX_GPUS_PER_NODE
 
 
 @click.command()
@@ -32,6 +34,13 @@ from gpuslice.advise import (
 )
 @click.option("--gpu-memory-mib", type=click.IntRange(min=1), help="GPU memory as NVML reports it (default: known).")
 @click.option("--compute-capability", help="e.g. 9.0 (default: known from the product name).")
+@click.option(
+    "--gpus-per-node",
+    type=click.IntRange(1, MAX_GPUS_PER_NODE),
+    default=DEFAULT_GPUS_PER_NODE,
+    show_default=True,
+    help="The most GPUs one node of your cluster has (a pod cannot span nodes).",
+)
 @click.option("--json", "as_json_output", is_flag=True, help="Print the advice as JSON.")
 @click.option("--config-out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the config file.")
 @click.option(
@@ -45,6 +54,7 @@ def advise(
     gpu_model: str,
     gpu_memory_mib: int | None,
     compute_capability: str | None,
+    gpus_per_node: int,
     as_json_output: bool,
     config_out: Path | None,
     node_spec_out: Path | None,
@@ -52,7 +62,7 @@ def advise(
     """Recommend how to share GPUs for one tenant, say what isolation that gives, print the config."""
     try:
         gpu = resolve_gpu(gpu_model, gpu_memory_mib, compute_capability)
-        needs = TenantNeeds(latency, tenancy, memory_gib, per_gpu)  # type: ignore[arg-type]  # click.Choice checked
+        needs = TenantNeeds(latency, tenancy, memory_gib, per_gpu, gpus_per_node)  # type: ignore[arg-type]  # Choice
         rec = recommend(needs, gpu)
     except (AdviceError, UnknownGpuModel, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc

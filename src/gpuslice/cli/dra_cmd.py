@@ -21,6 +21,7 @@ from gpuslice.dra.names import (
     DriverNameError,
 )
 from gpuslice.dra.slices import API_VERSIONS
+from gpuslice.logs import configure_logging
 
 _DEFAULT_REGISTRY = f"{DEFAULT_KUBELET_ROOT}/{REGISTRY_DIR_NAME}"
 _DEFAULT_PLUGINS = f"{DEFAULT_KUBELET_ROOT}/{PLUGINS_DIR_NAME}"
@@ -74,10 +75,9 @@ def dra(
     **nvidia: str | None,
 ) -> None:
     """Run the DRA kubelet plugin: register with the kubelet, publish ResourceSlices, prepare claims."""
-    logging.basicConfig(level=getattr(logging, log_level.upper()), format="%(levelname).1s %(name)s: %(message)s")
-    logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per API request is noise at info
+    configure_logging(level=getattr(logging, log_level.upper()), node_name=node_name)
     log = logging.getLogger("gpuslice.dra")
-    from gpuslice.dra.checkpoint import ClaimCheckpoint, claimed_gpus
+    from gpuslice.dra.checkpoint import ClaimCheckpoint, gpus_with_prepared_migs
     from gpuslice.dra.names import CHECKPOINT_NAME, plugin_dir
     from gpuslice.dra.setup import DraSetupError, prepare_setup
     from gpuslice.dra.slices import PoolSpec, build_slices
@@ -87,7 +87,7 @@ def dra(
 
         check_driver_name(driver_name)
         checkpoint = ClaimCheckpoint(plugin_dir(plugins_dir, driver_name) / CHECKPOINT_NAME, node_name or "")
-        claimed = claimed_gpus(checkpoint.path)
+        claimed = gpus_with_prepared_migs(checkpoint.path)
         setup = prepare_setup(backend, node_spec, config_file, node_name, nvidia_overrides(nvidia, os.environ),
                               claimed_gpus=claimed)  # fmt: skip
     except (DraSetupError, DriverNameError) as exc:
@@ -117,9 +117,11 @@ def _run(
     resync_s: float,
     counter_layout: str,
 ) -> None:
+    from gpuslice.allocation.cdi import CdiError
     from gpuslice.dra.api import ApiError
-    from gpuslice.dra.app import DraApp, DraSettings
+    from gpuslice.dra.app import DraApp
     from gpuslice.dra.kube import LightkubeResourceApi
+    from gpuslice.dra.settings import DraSettings
     from gpuslice.dra.setup import DraSetup
     from gpuslice.dra.sockets import SocketError
 
@@ -139,7 +141,7 @@ def _run(
     try:
         app = DraApp(setup, settings, LightkubeResourceApi(server))
         app.run_until_signalled(ready=lambda: log.info("DRA plugin ready"))
-    except (ApiError, SocketError) as exc:
+    except (ApiError, SocketError, CdiError) as exc:  # CdiError: the base CDI spec cannot be written
         click.echo(f"gpuslice dra: error: {exc}", err=True)
         sys.exit(EXIT_START_FAILED)
     log.info("DRA plugin stopped")

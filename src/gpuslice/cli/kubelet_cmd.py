@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import sys
 import threading
 from pathlib import Path
 from types import FrameType
@@ -13,6 +12,7 @@ import click
 
 from gpuslice.kubelet import AdmissionError, MockKubelet
 from gpuslice.kubelet.registration import DIAL_TIMEOUT_S
+from gpuslice.logs import configure_logging
 
 _WAIT_SLICE_S = 0.5
 
@@ -96,11 +96,7 @@ def kubelet(
 ) -> None:
     """Run the mock kubelet: Registration on DIR/kubelet.sock, pod-resources, pod admission."""
     specs = [parse_admit(spec) for spec in admit_specs]
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure_logging(level=logging.INFO if verbose else logging.WARNING)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

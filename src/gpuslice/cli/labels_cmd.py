@@ -18,6 +18,7 @@ from gpuslice.discovery.select import BACKEND_KINDS, BackendInitError, make_back
 from gpuslice.labels.loop import Labeller, LoopControl
 from gpuslice.labels.nodefeature import NodeFeatureError
 from gpuslice.labels.settings import LabelOptions, NodeFeatureMode, load_settings
+from gpuslice.logs import configure_logging
 
 # Command-line flags -> config keys; their environment variables are read by the config package (GFD_FLAGS).
 _FLAG_KEYS = {
@@ -31,6 +32,21 @@ _FLAG_KEYS = {
     "machine_type_file": "flags.gfd.machineTypeFile",
     "use_node_feature_api": "flags.useNodeFeatureAPI",
 }
+
+
+def _error(exc: Exception, flags: dict[str, Any], node_spec: str | None, backend: str) -> click.ClickException:
+    """A bad flag value is a usage mistake (exit 2 with usage, naming the flag), as in every command; the rest
+    (a config file, the backend, the API) exits 1."""
+    text = str(exc)
+    for name, key in _FLAG_KEYS.items():
+        if flags.get(name) is not None and f"{key}:" in text:
+            return click.BadParameter(text, param_hint="--" + name.replace("_", "-"))
+    # the fake backend's only input is the node spec: its start-up errors are about that option
+    if node_spec is not None and (
+        isinstance(exc, NodeSpecError) or (backend == "fake" and isinstance(exc, BackendInitError))
+    ):
+        return click.BadParameter(text, param_hint="--node-spec")
+    return click.ClickException(text)
 
 
 @click.command()
@@ -77,9 +93,7 @@ def labels(
     **flags: Any,
 ) -> None:
     """Compute gpu-feature-discovery compatible node labels (plus gpuslice.io isolation labels)."""
-    logging.basicConfig(
-        level=logging.WARNING if quiet else logging.INFO, stream=sys.stderr, format="%(levelname)s %(message)s"
-    )
+    configure_logging(level=logging.WARNING if quiet else logging.INFO, node_name=node_name)
     try:
         watcher = node_config_watcher(
             config_file_srcdir, node_label, default_config, fallback_strategies, node_name, config_file
@@ -112,7 +126,7 @@ def labels(
         try:
             labeller = Labeller(lambda: load_settings(options))
         except (ConfigError, BackendInitError, NodeSpecError, NodeFeatureError, ValueError, OSError) as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise _error(exc, flags, node_spec, backend) from exc
         if watcher is not None:
             directory = watcher.settings.directory
 

@@ -9,7 +9,7 @@ import click
 from gpuslice.cli.lazy import LazyGroup
 
 # Packages that only an extra brings (pyproject.toml [project.optional-dependencies]) -> that extra.
-EXTRA_OF = {"rich": "sim", "matplotlib": "sim"}
+EXTRA_OF = {"rich": "sim", "matplotlib": "sim", "dask": "dask", "distributed": "dask"}
 EXIT_MISSING_EXTRA = 3
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {

@@ -13,11 +13,11 @@ from gpuslice.cli.node_config_options import chosen_file, node_config_options, n
 from gpuslice.cli.nvidia_options import EXIT_BAD_INPUT, EXIT_START_FAILED, nvidia_flags, nvidia_overrides
 from gpuslice.config import ConfigError
 from gpuslice.config.node_config import NodeConfigError
+from gpuslice.logs import LOG_FORMATS, configure_logging
 from gpuslice.mps import MpsStartError
 from gpuslice.plugin import PluginStartError, RegistrationError
 from gpuslice.plugin.app import AppOptions, PluginApp
 from gpuslice.plugin.compat import CompatError
-from gpuslice.plugin.logs import LOG_FORMATS, configure_logging
 from gpuslice.plugin.metrics import PluginMetrics
 from gpuslice.plugin.run import SetupError
 from gpuslice.wire import DEFAULT_KUBELET_SOCKET, DEFAULT_POD_RESOURCES_SOCKET
@@ -40,6 +40,13 @@ from gpuslice.wire import DEFAULT_KUBELET_SOCKET, DEFAULT_POD_RESOURCES_SOCKET
     default=DEFAULT_KUBELET_SOCKET,
     show_default=True,
     help="The kubelet's registration socket; plugin sockets go in its directory. Empty: serve, do not register.",
+)
+@click.option(
+    "--socket-dir",
+    envvar="SOCKET_DIR",
+    default=None,
+    help="Where the plugin's own sockets go [default: the kubelet socket's directory; not registering: that "
+    "directory if writable, else a private one ($XDG_RUNTIME_DIR/gpuslice or <tmp>/gpuslice-<uid>)].",
 )
 @click.option("--node-name", envvar="NODE_NAME", default=None, help="This node's name (NVML and host-path backends).")
 @click.option(
@@ -99,6 +106,7 @@ def plugin(
     node_spec: str | None,
     config_file: str | None,
     kubelet_socket: str,
+    socket_dir: str | None,
     node_name: str | None,
     pod_resources_socket: str,
     mig_checkpoint: str | None,
@@ -137,6 +145,7 @@ def plugin(
             node_spec=node_spec,
             config_file=config_file,
             kubelet_socket=kubelet_socket or None,
+            socket_dir=socket_dir or None,
             node_name=node_name,
             pod_resources_socket=pod_resources_socket,
             mig_checkpoint=mig_checkpoint,

@@ -5,7 +5,11 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
+from gpuslice.cli.console import table_console
+from gpuslice.cli.executor_option import executor_option, local_pool, open_executor
+from gpuslice.cli.policy_catalogue import policies_elsewhere
 from gpuslice.cli.sim_options import load_trace_option, policy_names, resolve_seeds, write_out_dir
+from gpuslice.executors import ExecutorSpec
 from gpuslice.sim.core.engine import SimConfig
 from gpuslice.sim.core.model import SimModelError
 from gpuslice.sim.experiments.compare import DEFAULT_POLICIES
@@ -13,6 +17,7 @@ from gpuslice.sim.experiments.seeds import run_seeds
 from gpuslice.sim.experiments.variants import check_variant, default_policies
 from gpuslice.sim.extensions.orders import ORDERS
 from gpuslice.sim.policies import POLICIES
+from gpuslice.sim.policies.checked import SimPolicyFailure
 from gpuslice.sim.report.extension_tables import (
     extension_markdown,
     extension_tables,
@@ -84,6 +89,10 @@ from gpuslice.sim.traces import TRACES
 @click.option("--queue-order", type=click.Choice(sorted(ORDERS)), default="priority", show_default=True)
 @click.option("--by-size", is_flag=True, help="Also print the p99 wait per job size.")
 @click.option("--markdown", is_flag=True, help="Print the tables as GitHub markdown instead.")
+@click.option(
+    "-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Dask workers (--executor dask)."
+)
+@executor_option
 def compare(
     trace_ref: str,
     policies: str | None,
@@ -98,6 +107,8 @@ def compare(
     queue_order: str,
     by_size: bool,
     markdown: bool,
+    jobs: int,
+    executor: ExecutorSpec,
 ) -> None:
     """Compare placement policies on a trace: utilization, waits, stranded GPUs, deadlocks."""
     seeds = resolve_seeds(seed, seed_list)
@@ -107,14 +118,20 @@ def compare(
         try:
             check_variant(name, trace)
         except SimModelError as exc:
-            raise click.BadParameter(str(exc), param_hint="--policies") from exc
+            note = f" ({policies_elsewhere('compare')})" if str(exc).startswith("unknown policy") else ""
+            raise click.BadParameter(f"{exc}{note}", param_hint="--policies") from exc
     # Keep stdout clean for JSON when it goes there: the table then goes to stderr.
-    console = Console(stderr=json_target == "-")
-    if not console.is_terminal:
-        console.width = max(console.width, 160)  # logs and pipes: do not fold the table
+    console = table_console(stderr=json_target == "-")
     status = Console(stderr=True)
-    with progress_bar(status, len(trace.jobs) * len(seeds), len(names)) as progress:
-        sweep = run_seeds(trace_ref, names, seeds, cross_island_penalty, queue_order, progress)
+    try:
+        if executor.is_dask or (jobs > 1 and len(seeds) > 1):  # seeds on workers: no per-job progress comes back
+            with open_executor(executor, jobs) as dask_pool, local_pool(jobs, dask_pool) as pool:
+                sweep = run_seeds(trace_ref, names, seeds, cross_island_penalty, queue_order, None, pool, policy_refs)
+        else:
+            with progress_bar(status, len(trace.jobs) * len(seeds), len(names)) as progress:
+                sweep = run_seeds(trace_ref, names, seeds, cross_island_penalty, queue_order, progress)
+    except SimPolicyFailure as exc:  # a user policy (--policy) raised or broke the place() contract
+        raise click.BadParameter(str(exc), param_hint="--policy") from None
     comparison = sweep.first
     if markdown:
         text = sweep_markdown(sweep, by_size) + extension_markdown(comparison)

@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from gpuslice.cli.console import table_console
 from gpuslice.cli.sim_options import load_trace_option, write_out_dir
+from gpuslice.fsutil.atomic import atomic_write_text
 from gpuslice.sim.core.engine import SimConfig
 from gpuslice.sim.core.model import SimModelError
 from gpuslice.sim.experiments.lab import DEFAULT_WORKLOAD, check_lines, run_lab
@@ -44,9 +46,7 @@ from gpuslice.sim.traces import TRACES
 def lab(trace_ref: str, seed: int, cross_island_penalty: float, markdown: bool, out_dir: str | None) -> None:
     """Run the lab: the comparison table, then every built-in check as PASS/FAIL; exit 1 if one fails."""
     trace = load_trace_option(trace_ref, seed)
-    console = Console()
-    if not console.is_terminal:
-        console.width = max(console.width, 160)
+    console = table_console()
     status = Console(stderr=True)
     try:
         with progress_bar(status, len(trace.jobs), 4) as progress:
@@ -68,6 +68,6 @@ def lab(trace_ref: str, seed: int, cross_island_penalty: float, markdown: bool, 
         checks = [
             {"claim": check.claim, "verdict": check.verdict.value, "figures": check.figures} for check in result.checks
         ]
-        (Path(out_dir) / "checks.json").write_text(json.dumps(checks, indent=2) + "\n")
+        atomic_write_text(Path(out_dir) / "checks.json", json.dumps(checks, indent=2) + "\n")
     if failed:
         raise SystemExit(1)

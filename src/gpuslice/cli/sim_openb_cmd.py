@@ -11,9 +11,15 @@ from typing import Any, TypeVar
 
 import click
 
+from gpuslice.cli.console import table_console
+from gpuslice.cli.executor_option import executor_option, open_executor
+from gpuslice.cli.openb_options import check_policies, check_trace_dir, check_workloads
+from gpuslice.executors import ExecutorSpec
 from gpuslice.fgd.policies import OUR_POLICIES, PAPER_POLICIES
+from gpuslice.fgd.policies.checked import PolicyFailure
 from gpuslice.fgd.protocol import DEFAULT_RATIO
-from gpuslice.fgd.trace import OpenbTraceError, list_workloads, resolve_trace_dir
+from gpuslice.fgd.trace import OpenbTraceError, resolve_trace_dir
+from gpuslice.fsutil.atomic import atomic_write_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -54,7 +60,7 @@ def _sweep_options(default_policies: str) -> Callable[[F], F]:
         ]
         for option in reversed(options):
             function = option(function)
-        return function
+        return executor_option(function)
 
     return decorate
 
@@ -67,28 +73,34 @@ def _run(
     ratio: float,
     jobs: int,
     trace_dir: Path | None,
+    executor: ExecutorSpec,
 ) -> list[Any]:
-    from gpuslice.fgd.policies import FACTORIES
-    from gpuslice.fgd.policies.loader import register_openb_policy
-    from gpuslice.fgd.sweep import parse_policies, parse_seeds, progress_line, run_sweep
+    from gpuslice.fgd.sweep import parse_seeds, progress_line, run_sweep
 
+    chosen_policies = check_policies(policies, policy_refs)
     try:
-        users = [register_openb_policy(reference, FACTORIES) for reference in policy_refs]
-        chosen_policies, chosen_seeds = parse_policies(policies), parse_seeds(seeds)  # option errors first
-        chosen_policies += [name for name in users if name not in chosen_policies]
-        folder = resolve_trace_dir(trace_dir)
-        names = list_workloads(folder) if workloads == "all" else [w.strip() for w in workloads.split(",") if w.strip()]
-        return run_sweep(
-            names,
-            chosen_policies,
-            chosen_seeds,
-            ratio=ratio,
-            trace_dir=folder,
-            jobs=jobs,
-            progress=lambda record: click.echo(progress_line(record), err=True),
-        )
+        chosen_seeds = parse_seeds(seeds)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--seeds") from None
+    folder = check_trace_dir(trace_dir)
+    names = check_workloads(workloads, folder)
+    try:
+        with open_executor(executor, jobs) as pool:
+            return run_sweep(
+                names,
+                chosen_policies,
+                chosen_seeds,
+                ratio=ratio,
+                trace_dir=folder,
+                jobs=jobs,
+                progress=lambda record: click.echo(progress_line(record), err=True),
+                executor=pool,
+                policy_refs=policy_refs,
+            )
     except OpenbTraceError as error:  # bad input files: exit 2, as every front end does for bad input
         raise click.BadParameter(str(error), param_hint="--trace-dir") from None
+    except PolicyFailure as error:  # a user policy (--policy) raised or answered garbage: its name and what
+        raise click.BadParameter(str(error), param_hint="--policy") from None
     except ValueError as error:
         raise click.ClickException(str(error)) from None
 
@@ -118,19 +130,18 @@ def openb(
     ratio: float,
     jobs: int,
     trace_dir: Path | None,
+    executor: ExecutorSpec,
     json_path: str | None,
     out_dir: Path | None,
 ) -> None:
     """Run the FGD paper's inflation protocol and report unallocated GPUs by policy and seed."""
     started = time.perf_counter()
-    records = _run(workloads, policies, policy_refs, seeds, ratio, jobs, trace_dir)
+    records = _run(workloads, policies, policy_refs, seeds, ratio, jobs, trace_dir, executor)
     if json_path == "-":
         json.dump(records, sys.stdout)
         sys.stdout.write("\n")
     elif json_path:
-        target = Path(json_path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(records) + "\n")
+        atomic_write_text(json_path, json.dumps(records) + "\n")
     if out_dir is not None:
         from gpuslice.fgd.outputs import write_openb_outputs
 
@@ -166,11 +177,11 @@ def openb_report(
     ratio: float,
     jobs: int,
     trace_dir: Path | None,
+    executor: ExecutorSpec,
     json_path: Path | None,
     plot_path: Path | None,
 ) -> None:
     """Print our table beside the published one (default trace) and draw the curves."""
-    from rich.console import Console
 
     from gpuslice.fgd.report import plot_curves, render
 
@@ -183,11 +194,14 @@ def openb_report(
             raise click.ClickException(
                 f"{json_path} holds no records (expected the list written by `sim openb --json`)"
             )
+        from gpuslice.fgd.policies import canonical_openb_policy
+
+        for record in records:  # records written before the one spelling say `bestfit`
+            if isinstance(record, dict) and isinstance(record.get("policy"), str):
+                record["policy"] = canonical_openb_policy(record["policy"])
     else:
-        records = _run(workloads, policies, policy_refs, seeds, ratio, jobs, trace_dir)
-    console = Console()
-    if not console.is_terminal:  # files and pipes get the whole table, not an 80-column squeeze
-        console = Console(width=220)
+        records = _run(workloads, policies, policy_refs, seeds, ratio, jobs, trace_dir, executor)
+    console = table_console()
     render(records, console)
     if plot_path is not None:
         workload = "default" if any(r["workload"] == "default" for r in records) else records[0]["workload"]

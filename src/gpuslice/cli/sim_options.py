@@ -11,6 +11,7 @@ from gpuslice.entrypoints import LoadError
 from gpuslice.sim.core.model import SimModelError
 from gpuslice.sim.experiments.seeds import SeedError, SeedSweep, parse_seeds
 from gpuslice.sim.experiments.variants import add_user_policy
+from gpuslice.sim.policies import canonical_policy
 from gpuslice.sim.report.outputs import OutputError, write_outputs
 from gpuslice.sim.traces import Trace, TraceError, resolve_trace
 
@@ -36,7 +37,7 @@ def policy_names(policies: str | None, policy_refs: Sequence[str], defaults: Seq
     if policies is None:
         names = list(defaults)
     else:
-        names = [name.strip() for name in policies.split(",") if name.strip()]
+        names = [canonical_policy(name) for name in policies.split(",") if name.strip()]
         if not names:
             raise click.BadParameter("no policy given", param_hint="--policies")
     for reference in policy_refs:

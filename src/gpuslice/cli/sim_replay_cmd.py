@@ -7,9 +7,13 @@ from pathlib import Path
 
 import click
 
-from gpuslice.fgd.policies import FACTORIES, PAPER_POLICIES
-
-MAX_WORKLOADS = 64
+from gpuslice.cli.console import table_console
+from gpuslice.cli.executor_option import executor_option, open_executor
+from gpuslice.cli.openb_options import check_policies, check_trace_dir, check_workloads
+from gpuslice.executors import ExecutorSpec
+from gpuslice.fgd.policies import PAPER_POLICIES
+from gpuslice.fgd.policies.checked import PolicyFailure
+from gpuslice.fsutil.atomic import atomic_write_text
 
 
 @click.command("openb-replay")
@@ -33,6 +37,8 @@ MAX_WORKLOADS = 64
     help="Replay on this seeded fraction of the nodes.",
 )
 @click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Processes.")
+@executor_option
 @click.option("--json", "json_path", metavar="FILE|-", default=None, help="One record per (workload, policy).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option("--markdown", is_flag=True, help="Print the table as GitHub markdown.")
@@ -45,45 +51,48 @@ def openb_replay(
     compress: float,
     node_fraction: float,
     trace_dir: Path | None,
+    jobs: int,
+    executor: ExecutorSpec,
     json_path: str | None,
     plot_path: Path | None,
     markdown: bool,
     out_dir: str | None,
 ) -> None:
     """Replay openb in time: arrivals at creation_time, departures after the traced run time, a FIFO queue."""
-    from rich.console import Console
 
-    from gpuslice.fgd.engine import Workload
-    from gpuslice.fgd.policies.loader import register_openb_policy
-    from gpuslice.fgd.replay import load_pod_times, replay
+    from gpuslice.fgd.replay import ReplayResult, load_pod_times
     from gpuslice.fgd.replay_report import plot_replay, replay_markdown, replay_table, write_replay_outputs
-    from gpuslice.fgd.sweep import parse_policies
-    from gpuslice.fgd.trace import OpenbTraceError, load_trace, resolve_trace_dir
+    from gpuslice.fgd.sweep import ReplayJob, execute, run_replay_job, workload
+    from gpuslice.fgd.trace import OpenbTraceError
 
-    names = [name.strip() for name in workloads.split(",") if name.strip()]
-    if not names or len(names) > MAX_WORKLOADS:
-        raise click.BadParameter(f"give 1 to {MAX_WORKLOADS} workloads", param_hint="--workload")
+    chosen = check_policies(policies, policy_refs)
+    folder = check_trace_dir(trace_dir)
+    names = check_workloads(workloads, folder, allow_all=False)
     try:
-        users = [register_openb_policy(reference, FACTORIES) for reference in policy_refs]
-        chosen = parse_policies(policies)
-        chosen += [name for name in users if name not in chosen]
-        folder = resolve_trace_dir(trace_dir)
-        results = []
         for name in names:
-            workload = Workload.from_trace(load_trace(name, folder))
-            times = load_pod_times(workload)
-            for policy in chosen:
-                result = replay(workload, policy, seed, times, compress, node_fraction)
-                click.echo(f"{name:<12} {policy:<12} {result.seconds:5.1f} s", err=True)
-                results.append(result)
-    except (OpenbTraceError, ValueError) as error:
+            load_pod_times(workload(name, folder))  # a bad file fails here, before any run or worker starts
+    except OpenbTraceError as error:
+        raise click.BadParameter(str(error), param_hint="--trace-dir") from None
+    try:
+        todo = [
+            ReplayJob(name, policy, seed, compress, node_fraction, folder, policy_refs)
+            for name in names
+            for policy in chosen
+        ]
+
+        def done(result: ReplayResult) -> None:
+            click.echo(f"{result.workload:<12} {result.policy:<12} {result.seconds:5.1f} s", err=True)
+
+        with open_executor(executor, jobs) as pool:
+            results = execute(run_replay_job, todo, range(len(todo)), jobs, pool, done)
+    except PolicyFailure as error:  # a user policy (--policy) raised or answered garbage: its name and what
+        raise click.BadParameter(str(error), param_hint="--policy") from None
+    except ValueError as error:
         raise click.ClickException(str(error)) from None
     title = (
         f"openb replayed in real time: arrivals compressed {compress:g}x, {node_fraction:g} of the nodes, seed {seed}"
     )
-    console = Console(stderr=json_path == "-")
-    if not console.is_terminal:
-        console.width = max(console.width, 200)
+    console = table_console(stderr=json_path == "-")
     if markdown:
         console.print(replay_markdown(results, title), markup=False, highlight=False, soft_wrap=True)
     else:
@@ -92,8 +101,7 @@ def openb_replay(
     if json_path == "-":
         click.echo(json.dumps(records))
     elif json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(records, indent=1) + "\n")
+        atomic_write_text(json_path, json.dumps(records, indent=1) + "\n")
     if out_dir:
         written = write_replay_outputs(results, out_dir)
         click.echo(f"wrote {', '.join(path.name for path in written)} to {out_dir}", err=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpuslice.allocation.cdi import CONTROL_NODES
 from gpuslice.allocation.cdi_resolve import ResolvedEdits, load_specs, resolve
 from gpuslice.discovery import load_node_spec
 from gpuslice.discovery.driver_files_fake import build_fake_driver_root
@@ -76,7 +77,7 @@ def _prove(part: CdiPart, edits: ResolvedEdits, device_id: str) -> None:
     part.claim = "every CDI name in the answer resolves to device nodes, the driver's libraries and the hooks"
     part.holds = (
         part.names == [f"k8s.device-plugin.nvidia.com/gpu={device_id}"]
-        and "/dev/nvidiactl" in part.device_nodes
+        and CONTROL_NODES[0] in part.device_nodes  # /dev/nvidiactl
         and any(p.startswith("/dev/nvidia") and p[len("/dev/nvidia") :].isdigit() for p in part.device_nodes)
         and bool(libcuda)
         and {"create-symlinks", "update-ldcache"} <= set(part.hooks)

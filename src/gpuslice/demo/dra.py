@@ -12,6 +12,7 @@ from gpuslice.demo.dynamic_part import row
 from gpuslice.discovery import load_node_spec
 from gpuslice.discovery.driver_files_fake import build_fake_driver_root
 from gpuslice.dra import DraApp, DraSettings, prepare_setup
+from gpuslice.dra.cdi import base_cdi_id, base_spec_file_name
 from gpuslice.dra.kube import LightkubeResourceApi
 from gpuslice.kubelet.dra_mock import MockDraKubelet
 from gpuslice.mps import FakeMpsControl
@@ -107,23 +108,33 @@ def run_dra_part(directory: Path) -> DraPart:
                 admission = kubelet.admit(f"pod-{number}", [name])
                 (device,) = admission.claims[name]
                 isolation = app.preparer.records()[uid].isolation
-                part.claims.append(DraClaimStep(name, asks, device.device, device.cdi_ids[0], isolation))
-            specs = sorted(p.name for p in settings.cdi_dir.glob("*.json"))
+                claim_id = next(i for i in device.cdi_ids if i != base_cdi_id(DRIVER))
+                part.claims.append(DraClaimStep(name, asks, device.device, claim_id, isolation))
+            claim_specs = f"k8s.{DRIVER}-claim_*.json"
+            specs = sorted(p.name for p in settings.cdi_dir.glob(claim_specs))
+            base = json.loads((settings.cdi_dir / base_spec_file_name(DRIVER)).read_text())["containerEdits"]
             mps_edits = json.loads(next(settings.cdi_dir.glob(f"*{uid}.json")).read_text())["containerEdits"]
             mps_env = [entry for entry in mps_edits["env"] if entry.startswith("CUDA_MPS")]
             driver_mounts = sum(1 for mount in mps_edits.get("mounts", ()) if "ro" in mount.get("options", ()))
             for number in range(len(CLAIMS)):
                 kubelet.delete_pod(f"pod-{number}")
-            left = sorted(p.name for p in settings.cdi_dir.glob("*.json"))
+            left = sorted(p.name for p in settings.cdi_dir.glob(claim_specs))
         finally:
             app.stop()
     part.claim = "DRA: each claim gets its own CDI spec and isolation verdict; unprepare removes exactly that"
     part.holds = (
-        registered and len(specs) == len(CLAIMS) and not left and "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps" in mps_env
+        registered
+        and len(specs) == len(CLAIMS)
+        and not left
+        and "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps" in mps_env
+        and bool(base.get("hooks"))
+        and "hooks" not in mps_edits
     )
     part.evidence = [
         f"registered as {DRIVER} (v1.DRAPlugin); {len(specs)} CDI specs while the pods ran, {len(left)} after",
         f"the MPS claim's spec sets {', '.join(mps_env)}, with {driver_mounts} read-only driver mounts",
+        f"the driver's {len(base.get('hooks', ()))} hooks are in the one base spec every device also names "
+        f"({base_cdi_id(DRIVER)}): once per container, however many claims",
     ]
     return part
 

@@ -6,10 +6,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
-from gpuslice.discovery.capabilities import HealthSource, MigControl, Prober
+from gpuslice.discovery.capabilities import HealthSource, MigControl, Prober, TimeSliceControl
 from gpuslice.discovery.health_file import HEALTH_FILE_POLL_S, HealthFileSource
 from gpuslice.discovery.mig_recording import RecordingMigControl
 from gpuslice.discovery.nodespec import NodeSpec, load_node_spec
+from gpuslice.discovery.timeslice import RecordingTimeSlice
 from gpuslice.gpu import Node
 
 
@@ -40,6 +41,10 @@ class Backend(Protocol):
         """What creates and destroys MIG devices on `node` (as this backend discovered it); None: it cannot."""
         return None
 
+    def timeslice_control(self) -> TimeSliceControl | None:
+        """What sets a GPU's time-slice interval (a DRA claim's TimeSlicing config); None: it cannot."""
+        return None
+
     def topology_spec(self) -> Mapping[str, Any] | None:
         """A node-spec `topology` section describing the GPU links; None: derive them from the GPUs."""
         return None
@@ -48,12 +53,19 @@ class Backend(Protocol):
         """True when the node's /dev is imaginary, so every device node NVIDIA looks for counts as present."""
         return False
 
+    def close(self) -> None:
+        """Release what discovery holds (NVML's library handle); the front ends call it on exit.
+
+        A later call that needs the hardware again may reopen it. Default: nothing to release.
+        """
+        return
+
 
 class FakeBackend(Backend):
     """A node described by a YAML node spec or a built-in preset; deterministic IDs.
 
-    Capabilities: the spec's `health_events` file, a recording MIG control, the spec's topology, and a
-    /dev where every NVIDIA device node exists.
+    Capabilities: the spec's `health_events` file, a recording MIG control, a recording time-slice
+    control, the spec's topology, and a /dev where every NVIDIA device node exists.
     """
 
     name = "fake"
@@ -62,6 +74,7 @@ class FakeBackend(Backend):
         self.spec = spec
         # `--node-name` wins over the spec's name, as for the real backends (the GPUs' IDs stay the spec's).
         self._node = replace(spec.node, name=node_name) if node_name else spec.node
+        self._timeslice = RecordingTimeSlice()  # one per backend, so the levels set stay readable
 
     @classmethod
     def from_ref(cls, ref: str | None, node_name: str | None = None) -> FakeBackend:
@@ -77,6 +90,9 @@ class FakeBackend(Backend):
 
     def mig_control(self, node: Node) -> MigControl | None:
         return RecordingMigControl(node)
+
+    def timeslice_control(self) -> TimeSliceControl | None:
+        return self._timeslice
 
     def topology_spec(self) -> Mapping[str, Any] | None:
         return self.spec.topology

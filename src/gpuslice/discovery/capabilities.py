@@ -1,4 +1,4 @@
-"""What a backend can do beyond discovery: health events, recovery probes and MIG control, as protocols."""
+"""What a backend can do beyond discovery: health events, recovery probes, MIG and time-slice control, as protocols."""
 
 from __future__ import annotations
 
@@ -62,4 +62,16 @@ class MigControl(Protocol):
 
         Raises MigControlError (or RuntimeError) when the device cannot be read right now.
         """
+        ...
+
+
+class TimeSliceError(RuntimeError):
+    """The time-slice interval could not be set; the message names the GPU."""
+
+
+class TimeSliceControl(Protocol):
+    """Sets how long each process on a GPU runs before the next (nvidia-smi on hardware, a recording fake)."""
+
+    def set_level(self, gpu_uuid: str, level: int) -> None:
+        """Set the GPU's time-slice level (0 Default, 1 Short, 2 Medium, 3 Long); TimeSliceError on failure."""
         ...

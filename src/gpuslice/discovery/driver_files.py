@@ -75,11 +75,22 @@ class DriverFiles:
     ipc: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    # (path, real path): a file whose path inside the root passes through a link, and where it really is,
+    # every link resolved as if the root were `/` (`/var/run/x` -> `/run/x` for `var/run -> /run`).
+    real: tuple[tuple[str, str], ...] = ()
 
     @property
     def files(self) -> tuple[str, ...]:
         """Every file and socket to bind-mount, each once, in a stable order."""
         return tuple(dict.fromkeys((*self.libraries, *self.binaries, *self.firmware, *self.ipc)))
+
+    def source(self, path: str) -> str:
+        """Where `path` really is inside the root: the mount source a runtime on the host can follow safely.
+
+        A runtime resolves a mount source's links on the host, where an absolute link inside the root
+        (`var/run -> /run`) leads to the host's own files; a path with no link left leads nowhere else.
+        """
+        return dict(self.real).get(path, path)
 
     @property
     def libcuda_dir(self) -> str | None:
@@ -137,6 +148,7 @@ def discover_driver_files(
         sockets.append(f"/{MPS_PIPE_DIR}")
     return DriverFiles(
         root=root,
+        real=real_paths(lookup, (*libraries, *binaries, *firmware, *sockets)),
         version=version,
         libraries=tuple(libraries),
         library_dirs=tuple(dict.fromkeys(str(PurePosixPath(p).parent) for p in libraries)),
@@ -147,6 +159,16 @@ def discover_driver_files(
         missing=tuple(missing),
         notes=tuple(notes),
     )
+
+
+def real_paths(lookup: _RootedLookup, paths: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """(path, real path inside the root) for each path that passes through a link."""
+    pairs = {}
+    for path in paths:
+        real = lookup.inside(path)
+        if real is not None and real != path:
+            pairs[path] = real
+    return tuple(pairs.items())
 
 
 def _driver_version(lookup: _RootedLookup, expected: str | None, notes: list[str]) -> tuple[str | None, str | None]:
@@ -244,6 +266,11 @@ class _RootedLookup:
             resolved.append(part)
         return os.path.join(self.root, *resolved)
 
+    def inside(self, path: str) -> str | None:
+        """The real path of `path` as an absolute path inside the root (`/run/x`), or None if absent."""
+        real = self.host(path)
+        return None if real is None else "/" + os.path.relpath(real, self.root).removeprefix(".").lstrip("/")
+
     def exists(self, path: str) -> bool:
         return self.host(path) is not None
 
@@ -318,6 +345,10 @@ class FeatureFiles:
     feature: str
     device_nodes: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
+    real: tuple[tuple[str, str], ...] = ()  # as DriverFiles.real, for the files
+
+    def source(self, path: str) -> str:
+        return dict(self.real).get(path, path)
 
 
 def discover_feature_files(feature: str, dev_root: str, driver_root: str) -> FeatureFiles:
@@ -328,7 +359,9 @@ def discover_feature_files(feature: str, dev_root: str, driver_root: str) -> Fea
         if devices is not None:
             nodes += devices.glob_any(directory, pattern)
     files: list[str] = []
+    real: tuple[tuple[str, str], ...] = ()
     if os.path.isdir(driver_root):
         driver = _RootedLookup(driver_root)
         files = [path for path in FEATURE_FILES.get(feature, ()) if driver.exists(path)]
-    return FeatureFiles(feature, tuple(sorted(dict.fromkeys(nodes))), tuple(files))
+        real = real_paths(driver, files)
+    return FeatureFiles(feature, tuple(sorted(dict.fromkeys(nodes))), tuple(files), real)

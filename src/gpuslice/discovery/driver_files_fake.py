@@ -37,10 +37,14 @@ def build_fake_driver_root(
     skip: tuple[str, ...] = (),
     old_versions: tuple[str, ...] = (),
     feature_devices: bool = False,
+    run_link: str = "/run",
+    hook_program: str | None = None,
 ) -> Path:
     """Lay out a driver install under `root` and return it. `skip` leaves out files by name (a partial root);
     `old_versions` adds a stale libcuda of another driver; `feature_devices` adds the gdrcopy, GDS and MOFED
-    device nodes (as plain files: the fake never opens them)."""
+    device nodes (as plain files: the fake never opens them); `run_link` is where `var/run` points (absolute,
+    as on most hosts, or relative: `../run`); `hook_program` (e.g. `/usr/bin/nvidia-ctk`) adds that program,
+    for a root that stands for the host's `/`."""
     base = Path(root)
     libdir = base / FAKE_LIBRARY_DIR
     libdir.mkdir(parents=True, exist_ok=True)
@@ -73,13 +77,18 @@ def build_fake_driver_root(
         (base / "run/nvidia-persistenced").mkdir(parents=True, exist_ok=True)
         (base / "run/nvidia-persistenced/socket").write_text("")
         (base / "var").mkdir(exist_ok=True)
-        _link(base / "var/run", "/run")
+        _link(base / "var/run", run_link)
     if feature_devices:
         (base / "dev/infiniband").mkdir(parents=True, exist_ok=True)
         for node in ("dev/gdrdrv", "dev/nvidia-fs0", "dev/infiniband/uverbs0", "dev/infiniband/rdma_cm"):
             (base / node).write_text("")
         (base / "etc").mkdir(exist_ok=True)
         (base / "etc/cufile.json").write_text("{}\n")
+    if hook_program is not None:
+        program = base / hook_program.lstrip("/")
+        program.parent.mkdir(parents=True, exist_ok=True)
+        program.write_text("#!/bin/sh\nexit 0\n")
+        program.chmod(0o755)
     return base
 
 

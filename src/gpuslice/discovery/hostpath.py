@@ -7,10 +7,12 @@ import re
 import socket
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuslice.discovery.backend import Backend
+from gpuslice.discovery.capabilities import TimeSliceControl
+from gpuslice.discovery.timeslice import NvidiaSmiTimeSlice
 from gpuslice.discovery.xid import XidEvent
 from gpuslice.gpu import ComputeCapability, Gpu, Node
 
@@ -49,11 +51,6 @@ _CUDA_BY_BRANCH: dict[int, str] = {
     520: "11.8", 525: "12.0", 530: "12.1", 535: "12.2", 545: "12.3", 550: "12.4", 555: "12.5", 560: "12.6",
     565: "12.7", 570: "12.8", 575: "12.9", 580: "13.0",
 }  # fmt: skip
-
-# /proc/driver/nvidia-caps/mig-minors when the file is absent: config=1, monitor=2, then per GPU minor
-# 15 GIs x (1 GI access + 8 CI access) minors, in order.
-_CAPS_PER_GI = 9
-_CAPS_PER_GPU = 15 * _CAPS_PER_GI
 
 
 def normalize_bus_id(text: str | bytes) -> str:
@@ -96,61 +93,7 @@ def known_product(name: str) -> tuple[int, ComputeCapability] | None:
     return None
 
 
-@dataclass(frozen=True)
-class MigMinors:
-    """Capability device minors from /proc/driver/nvidia-caps/mig-minors (keys use the GPU's device minor)."""
-
-    gi: dict[tuple[int, int], int] = field(default_factory=dict)
-    ci: dict[tuple[int, int, int], int] = field(default_factory=dict)
-    config: int | None = None
-    monitor: int | None = None
-    from_file: bool = True
-
-    def gi_minor(self, gpu_minor: int, gi: int) -> int:
-        if (gpu_minor, gi) in self.gi:
-            return self.gi[(gpu_minor, gi)]
-        return 3 + gpu_minor * _CAPS_PER_GPU + gi * _CAPS_PER_GI
-
-    def ci_minor(self, gpu_minor: int, gi: int, ci: int) -> int:
-        if (gpu_minor, gi, ci) in self.ci:
-            return self.ci[(gpu_minor, gi, ci)]
-        return 3 + gpu_minor * _CAPS_PER_GPU + gi * _CAPS_PER_GI + 1 + ci
-
-
-def parse_mig_minors(text: str) -> MigMinors:
-    """Parse lines 'config 1', 'monitor 2', 'gpu0/gi1/access 12', 'gpu0/gi1/ci0/access 13'."""
-    minors = MigMinors()
-    config = monitor = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != 2 or not parts[1].isdigit():
-            raise ValueError(f"mig-minors line {number}: expected '<name> <minor>', got {line!r}")
-        name, minor = parts[0], int(parts[1])
-        if name == "config":
-            config = minor
-        elif name == "monitor":
-            monitor = minor
-        elif match := re.fullmatch(r"gpu(\d+)/gi(\d+)/access", name):
-            minors.gi[(int(match[1]), int(match[2]))] = minor
-        elif match := re.fullmatch(r"gpu(\d+)/gi(\d+)/ci(\d+)/access", name):
-            minors.ci[(int(match[1]), int(match[2]), int(match[3]))] = minor
-        else:
-            raise ValueError(f"mig-minors line {number}: unknown capability {name!r}")
-    return MigMinors(minors.gi, minors.ci, config, monitor)
-
-
-def load_mig_minors(root: Path) -> MigMinors:
-    """mig-minors under `root`; the standard layout (from_file=False) when the file is absent."""
-    path = root / "proc/driver/nvidia-caps/mig-minors"
-    try:
-        return parse_mig_minors(path.read_text())
-    except FileNotFoundError:
-        return MigMinors(from_file=False)
-
-
-def read_machine_type(root: Path) -> str:
+def read_dmi_machine_type(root: Path) -> str:
     """The DMI product name (what gpu-feature-discovery labels as the machine), 'unknown' if unreadable."""
     try:
         text = (root / "sys/class/dmi/id/product_name").read_text().strip()
@@ -250,9 +193,12 @@ class HostPathBackend(Backend):
             gpus=gpus,
             driver_version=driver,
             cuda_driver_version=cuda,
-            machine_type=read_machine_type(self.root),
+            machine_type=read_dmi_machine_type(self.root),
             extra={"backend": self.name},
         )
+
+    def timeslice_control(self) -> TimeSliceControl | None:
+        return NvidiaSmiTimeSlice()  # nvidia-smi comes with the driver, NVML or not
 
     def device_nodes(self) -> list[str]:
         """/dev/nvidia* and /dev/nvidia-caps/* present under the root, as paths relative to it."""

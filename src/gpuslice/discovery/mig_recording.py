@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from gpuslice.discovery.capabilities import MigControlError
+from gpuslice.discovery.mig_minors import STANDARD_MIG_MINORS
 from gpuslice.gpu import InvalidMigLayout, MigCatalogue, MigInstance, Node, catalogue_for, free_placements
 
 MigCall = tuple[str, int, Any, int]  # (create | destroy, GPU index, profile or GI, start or CI)
@@ -63,8 +64,8 @@ class RecordingMigControl:
             placement_start=start,
             placement_size=wanted.memory_slices,
             memory_mib=gpu.memory_mib * wanted.memory_slices // catalogue.memory_slices,
-            gi_cap_minor=3 + gpu.device_minor * 135 + gi * 9,
-            ci_cap_minor=4 + gpu.device_minor * 135 + gi * 9,
+            gi_cap_minor=STANDARD_MIG_MINORS.gi_minor(gpu.device_minor, gi),
+            ci_cap_minor=STANDARD_MIG_MINORS.ci_minor(gpu.device_minor, gi, 0),
         )
         existing[(gi, 0)] = instance
         return instance

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuslice.discovery.mig_minors import STANDARD_MIG_MINORS
 from gpuslice.fsutil.textread import InputFileError, read_bounded_text
 from gpuslice.gpu import (
     PCI_CLASS_3D_CONTROLLER,
@@ -23,10 +24,6 @@ from gpuslice.topology import TopologySpecError, topology_from_spec
 
 # Namespace for deterministic fake UUIDs: the same spec always yields the same IDs.
 _UUID_NAMESPACE = uuid.UUID("5b1c2c6e-8a51-4bd4-9a51-6770757c6963")
-
-# /proc/driver/nvidia-caps/mig-minors layout: config=1, monitor=2, then per GPU 15 GIs x (1 + 8 CIs).
-_CAPS_PER_GI = 9
-_CAPS_PER_GPU = 15 * _CAPS_PER_GI
 
 
 # Limits on a node spec (docs/security.md). Today's largest nodes carry 8 or 16 GPUs; 64 leaves room for any
@@ -268,7 +265,6 @@ def _build_mig(
     for mig_index, (name, start) in enumerate(zip(profiles, starts, strict=True)):
         profile = catalogue.profile(name)
         gi = mig_index + 1
-        gi_minor = 3 + index * _CAPS_PER_GPU + gi * _CAPS_PER_GI
         instances.append(
             MigInstance(
                 profile=profile.name,
@@ -281,8 +277,8 @@ def _build_mig(
                 placement_start=start,
                 placement_size=profile.memory_slices,
                 memory_mib=memory_mib * profile.memory_slices // catalogue.memory_slices,
-                gi_cap_minor=gi_minor,
-                ci_cap_minor=gi_minor + 1,
+                gi_cap_minor=STANDARD_MIG_MINORS.gi_minor(index, gi),
+                ci_cap_minor=STANDARD_MIG_MINORS.ci_minor(index, gi, 0),
             )
         )
     return tuple(instances)

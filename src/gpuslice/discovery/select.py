@@ -44,6 +44,15 @@ class IdleBackend(Backend):
         return Node(name=self.node_name, gpus=(), extra={"backend": self.name, "reason": self.reason})
 
 
+def make_fake_backend(
+    kind: str, node_spec_ref: str | None, driver_root: str, fail_on_init_error: bool, *, node_name: str | None
+) -> Backend:
+    """make_backend for `fake` alone (no NVML or host paths can load); ValueError naming any other kind."""
+    if kind != "fake":
+        raise ValueError(f"backend {kind!r} is not available here; only 'fake' (a node spec) is")
+    return FakeBackend.from_ref(node_spec_ref)
+
+
 def make_backend(
     kind: str,
     node_spec_ref: str | None,

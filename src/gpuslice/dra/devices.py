@@ -73,7 +73,8 @@ class DraDevice:
 
     @property
     def counter_set(self) -> str | None:
-        return counter_set_name(self.gpu) if self.placement is not None else None
+        """The GPU's counter set for a placement that consumes one (dra.counters strips them where dropped)."""
+        return counter_set_name(self.gpu) if self.placement is not None and self.consumes else None
 
 
 def semver(text: str) -> str:

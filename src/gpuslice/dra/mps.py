@@ -1,23 +1,19 @@
-"""Per-claim MPS control daemons: one per claim that asks for MPS, with the claim's limits, quit on unprepare."""
+"""Per-claim MPS control daemons over the node core's daemon lifecycle (gpuslice.mps.daemon), quit on unprepare."""
 
 from __future__ import annotations
 
-import logging
 import shutil
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from gpuslice.allocation.mps_edits import CONTAINER_SHM
 from gpuslice.dra.opaque import MpsConfig
 from gpuslice.gpu import Gpu
-from gpuslice.mps import MpsControl, MpsDaemonError
+from gpuslice.mps import MpsControl
 from gpuslice.mps.control import PIPE_ENV
-from gpuslice.mps.manager import LOG_ENV, PROBE_COMMAND, VISIBLE_ENV
-
-log = logging.getLogger("gpuslice.dra")
+from gpuslice.mps.daemon import READY_TIMEOUT_S, DaemonPlace, MpsStartError, quit_daemon, start_daemon
 
 CONTAINER_PIPE_DIRECTORY = "/tmp/nvidia-mps"  # where NVIDIA's DRA driver mounts the pipe directory
-CLAIM_DAEMON_READY_S = 10.0
 _MIB = 2**20
 
 
@@ -26,7 +22,14 @@ class MpsClaimError(RuntimeError):
 
 
 def daemon_dir(root: str | Path, claim_uid: str) -> Path:
+    """`<mpsRoot>/<claim uid>`: the only daemon directory a checkpoint record may name."""
     return Path(root) / claim_uid
+
+
+def claim_mps_edits(directory: Path) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
+    """The env and mounts (container path, host path) a claim's containers get for its daemon in `directory`."""
+    mounts = ((CONTAINER_PIPE_DIRECTORY, str(directory / "pipe")), (CONTAINER_SHM, str(directory / "shm")))
+    return {PIPE_ENV: CONTAINER_PIPE_DIRECTORY}, mounts
 
 
 def limit_commands(gpus: Sequence[Gpu], config: MpsConfig) -> list[str]:
@@ -57,61 +60,29 @@ def check_limit_keys(gpus: Sequence[Gpu], config: MpsConfig) -> None:
 class ClaimMpsDaemons:
     """Starts and stops the daemons under `root` (`<root>/<claim uid>/{pipe,log,shm}`)."""
 
-    def __init__(self, root: str | Path, control: MpsControl, ready_timeout_s: float = CLAIM_DAEMON_READY_S) -> None:
+    def __init__(self, root: str | Path, control: MpsControl, ready_timeout_s: float = READY_TIMEOUT_S) -> None:
         self.root = Path(root)
         self.control = control
         self.ready_timeout_s = ready_timeout_s
 
-    def env(self, directory: Path, gpus: Sequence[Gpu]) -> dict[str, str]:
-        return {
-            PIPE_ENV: str(directory / "pipe"),
-            LOG_ENV: str(directory / "log"),
-            VISIBLE_ENV: ",".join(gpu.uuid for gpu in gpus),
-        }
+    def place(self, claim_uid: str, gpus: Sequence[Gpu] = ()) -> DaemonPlace:
+        directory = daemon_dir(self.root, claim_uid)
+        return DaemonPlace(f"claim {claim_uid}", directory / "pipe", directory / "log", tuple(g.uuid for g in gpus))
 
     def start(self, claim_uid: str, gpus: Sequence[Gpu], config: MpsConfig) -> Path:
         """Start and configure the claim's daemon; on failure nothing is left running. Returns its directory."""
         check_limit_keys(gpus, config)
-        directory = daemon_dir(self.root, claim_uid)
-        env = self.env(directory, gpus)
+        place = self.place(claim_uid, gpus)
         try:
-            for sub in ("pipe", "log", "shm"):
-                (directory / sub).mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise MpsClaimError(f"MPS daemon: cannot create {exc.filename}: {exc.strerror}") from exc
-        try:
-            if (directory / "pipe" / "control").exists():
-                self._quit_quietly(env)  # a daemon left from a run that died before recording it
-            self.control.start_daemon(env)
-            self._wait_ready(env)
-            for command in limit_commands(gpus, config):
-                self.control.send(command, env)
-        except MpsDaemonError as exc:
-            self._quit_quietly(env)
-            raise MpsClaimError(f"MPS daemon: {exc}") from exc
-        log.info("MPS daemon for claim %s on %s", claim_uid, ", ".join(gpu.uuid for gpu in gpus))
-        return directory
+            start_daemon(self.control, place, limit_commands(gpus, config), self.ready_timeout_s,
+                         (place.pipe_dir.parent / "shm",))  # fmt: skip
+        except MpsStartError as exc:
+            raise MpsClaimError(str(exc)) from exc
+        return place.pipe_dir.parent
 
-    def _wait_ready(self, env: dict[str, str]) -> None:
-        deadline = time.monotonic() + self.ready_timeout_s
-        while True:
-            try:
-                self.control.send(PROBE_COMMAND, env)
-                return
-            except MpsDaemonError:
-                if time.monotonic() >= deadline:
-                    raise
-            time.sleep(0.05)
-
-    def stop(self, directory: str | Path) -> None:
-        """Quit the daemon in `directory` (if it still runs) and remove the directory."""
-        path = Path(directory)
-        if (path / "pipe" / "control").exists() or (path / "pipe").is_dir():
-            self._quit_quietly({PIPE_ENV: str(path / "pipe"), LOG_ENV: str(path / "log")})
-        shutil.rmtree(path, ignore_errors=True)
-
-    def _quit_quietly(self, env: dict[str, str]) -> None:
-        try:
-            self.control.send("quit", env)
-        except MpsDaemonError as exc:
-            log.debug("MPS quit in %s: %s", env[PIPE_ENV], exc)
+    def stop(self, claim_uid: str) -> None:
+        """Quit the claim's daemon (if it still runs) and remove its directory, `<root>/<claim uid>`."""
+        place = self.place(claim_uid)
+        if place.pipe_dir.is_dir():
+            quit_daemon(self.control, place, "unprepare")
+        shutil.rmtree(place.pipe_dir.parent, ignore_errors=True)

@@ -11,26 +11,28 @@ from pathlib import Path
 from typing import Any
 
 from gpuslice.allocation.cdi import CONTROL_NODES, CdiError
-from gpuslice.allocation.mps_edits import CONTAINER_SHM
-from gpuslice.discovery import MigControl, MigControlError
+from gpuslice.discovery import DEFAULT_TIMESLICE_LEVEL, MigControl, MigControlError, TimeSliceControl, TimeSliceError
 from gpuslice.dra.api import ApiError, ResourceApi
 from gpuslice.dra.cdi import (
     ClaimDeviceEdits,
     ClaimEdits,
     cdi_id,
     claim_spec,
+    leftover_claim_files,
     remove_claim_spec,
     write_claim_spec,
 )
 from gpuslice.dra.checkpoint import ClaimCheckpoint, ClaimRecord, CreatedMig, PreparedDevice
 from gpuslice.dra.claims import AllocatedDevice, ClaimPrepareError, ClaimRef, allocation_for
 from gpuslice.dra.devices import DraDevice
-from gpuslice.dra.mps import CONTAINER_PIPE_DIRECTORY, ClaimMpsDaemons, MpsClaimError
+from gpuslice.dra.mps import ClaimMpsDaemons, MpsClaimError, claim_mps_edits, daemon_dir
 from gpuslice.dra.opaque import TIMESLICE_LEVELS, MpsConfig
-from gpuslice.dra.timeslice import DEFAULT_LEVEL, TimeSliceControl, TimeSliceError
+from gpuslice.dra.owned import OwnPaths, confine
+from gpuslice.fsutil.atomic import leftover_temp_files
 from gpuslice.gpu import Gpu, MigInstance
-from gpuslice.mps.control import PIPE_ENV
-from gpuslice.sharing import Isolation, weakest
+from gpuslice.sharing import Isolation, Resource, weakest
+from gpuslice.sharing.dynamic.geometry import GeometryConflict, Holding, SlotUnavailable
+from gpuslice.sharing.dynamic.runtime import ClaimError, DynamicMig
 
 log = logging.getLogger("gpuslice.dra")
 
@@ -44,6 +46,7 @@ class PrepareParts:
     driver_edits: Mapping[str, Any] = field(default_factory=dict)  # the driver's files and hooks, found at start
     control_nodes: tuple[str, ...] = CONTROL_NODES  # those the node has (allocation.cdi.present_control_nodes)
     mig: MigControl | None = None
+    placements: Sequence[Resource] = ()  # the plan's resources: their dynamic MIG placements, for the MIG lifecycle
     mps: ClaimMpsDaemons | None = None
     timeslice: TimeSliceControl | None = None
 
@@ -86,7 +89,11 @@ class Preparer:
         self.checkpoint = checkpoint
         self.parts = parts
         self._lock = threading.Lock()
-        self._records: dict[str, ClaimRecord] = checkpoint.load()
+        self._own = OwnPaths(driver, parts.cdi_dir, parts.mps.root if parts.mps is not None else None)
+        self._records: dict[str, ClaimRecord] = confine(checkpoint.load(), self._own)
+        # The node core's MIG lifecycle and placement rules; DRA's records, not its checkpoint, say what is held.
+        self.dynamic = DynamicMig.over(parts.placements, parts.mig) if parts.mig is not None else None
+        self._adopt()
 
     # Queries -----------------------------------------------------------------------------------
 
@@ -100,6 +107,12 @@ class Preparer:
         """After a restart: undo half-done preparations; bring back MIG devices a completed claim lost."""
         notes = []
         with self._lock:
+            if self.dynamic is not None:
+                # The live devices matched to the records' placements. Those no claim holds are left alone: a
+                # checkpoint anyone can seal must not decide which GPUs' devices get destroyed.
+                orphans = self.dynamic.reconcile(destroy_orphans=False)
+                if orphans:
+                    notes.append(f"{orphans} MIG device(s) on dynamic GPUs are held by no claim; left alone")
             for uid, record in list(self._records.items()):
                 if record.state == "PrepareStarted":
                     problems = self._undo(record)
@@ -108,31 +121,81 @@ class Preparer:
                         continue
                     del self._records[uid]
                     notes.append(f"claim {uid}: rolled back an unfinished preparation")
-                elif record.migs:
+            if self.dynamic is not None:
+                notes += self.dynamic.recreate_lost()
+            for uid, record in list(self._records.items()):
+                try:
                     restored = self._restore_migs(record)
-                    if restored is not record:
-                        self._records[uid] = restored
-                        notes.append(f"claim {uid}: re-created its MIG devices")
-            self._save()
+                except (ClaimPrepareError, CdiError) as exc:
+                    notes.append(f"claim {uid}: its spec cannot be rewritten: {exc}")
+                    continue
+                if restored is not record:
+                    self._records[uid] = restored
+                    notes.append(f"claim {uid}: its MIG devices are back (re-created or renumbered)")
+            notes += self._remove_leftovers()
+            try:
+                self._save()
+            except OSError as exc:  # logged, not fatal: a start that exits here would crash-loop
+                log.error("cannot write the DRA checkpoint %s: %s", self.checkpoint.path, exc.strerror or exc)
         for note in notes:
             log.info("%s", note)
         return notes
 
+    def _remove_leftovers(self) -> list[str]:
+        """What a kill mid-prepare left: specs no record holds, temp files of spec and checkpoint writes."""
+        notes = []
+        try:
+            leftovers = leftover_claim_files(self.parts.cdi_dir, self.driver, self._records)
+            leftovers += leftover_temp_files(self.checkpoint.path)
+        except (CdiError, OSError) as exc:
+            return [f"cannot look for leftovers of unfinished preparations: {exc}"]
+        for path in leftovers:
+            try:
+                path.unlink(missing_ok=True)
+                notes.append(f"removed {path}, left by an unfinished preparation")
+            except OSError as exc:
+                notes.append(f"cannot remove {path}, left by an unfinished preparation: {exc.strerror or exc}")
+        return notes
+
+    def _adopt(self) -> None:
+        """Hold every recorded MIG device in the geometry, claim by claim; a claim's devices that break the
+        hardware rules, or are no dynamic placement of this node, are refused: never destroyed nor created."""
+        if self.dynamic is None:
+            return
+        held: list[Holding] = []
+        for uid, record in list(self._records.items()):
+            holdings = [self._holding(created) for created in record.migs]
+            try:
+                if None in holdings:
+                    raise GeometryConflict("a recorded device is no dynamic MIG placement of this node")
+                self.dynamic.geometry.restore([*held, *(h for h in holdings if h is not None)])
+            except GeometryConflict as exc:
+                log.error("DRA checkpoint: claim %s: its MIG devices are refused (%s); they are left alone", uid, exc)
+                self._records[uid] = replace(record, migs=())
+                continue
+            held += [h for h in holdings if h is not None]
+        self.dynamic.geometry.restore(held)
+
+    def _holding(self, created: CreatedMig) -> Holding | None:
+        device = self.devices().get(created.device)
+        assert self.dynamic is not None
+        slot = self.dynamic.geometry.slot(device.advertised.id) if device is not None else None
+        if device is None or slot is None:
+            return None
+        mig = _mig_of(device, created)
+        return Holding(slot.id, created.gpu_uuid, created.gpu_index, created.profile, created.start, slot.size,
+                       time.time(), mig, seen=True)  # fmt: skip
+
     def _restore_migs(self, record: ClaimRecord) -> ClaimRecord:
-        control = self.parts.mig
-        if control is None:
+        """The record with its MIG devices as the geometry holds them now (found live, or re-created)."""
+        if self.dynamic is None or not record.migs or record.state != "PrepareCompleted":
             return record
         migs = []
         for created in record.migs:
-            listed = control.live_instances([created.gpu_index])
-            if listed is None:  # this control cannot tell: trust the record
-                migs.append(created)
-                continue
-            mig = {(m.gi, m.ci): m for m in listed}.get((created.gi, created.ci))
-            if mig is None or mig.placement_start != created.start:
-                mig = control.create(created.gpu_index, created.profile, created.start)
-            migs.append(replace(created, gi=mig.gi, ci=mig.ci, uuid=mig.uuid, gi_cap_minor=mig.gi_cap_minor,
-                                ci_cap_minor=mig.ci_cap_minor))  # fmt: skip
+            device = self.devices().get(created.device)
+            holding = self.dynamic.geometry.holding(device.advertised.id) if device is not None else None
+            mig = holding.mig if holding is not None else None
+            migs.append(created if mig is None else _created(created.device, mig))
         if tuple(migs) == record.migs:
             return record
         updated = replace(record, migs=tuple(migs))
@@ -173,7 +236,6 @@ class Preparer:
     def _check(self, ref: ClaimRef, allocated: Sequence[AllocatedDevice]) -> list[tuple[AllocatedDevice, DraDevice]]:
         devices = self.devices()
         owners = {name: uid for uid, record in self._records.items() if uid != ref.uid for name in record.device_names}
-        held = [(devices[name], uid) for name, uid in owners.items() if name in devices]
         chosen = []
         for entry in allocated:
             where = f"claim {ref}: device {entry.device}"
@@ -186,10 +248,10 @@ class Preparer:
                 raise ClaimPrepareError(f"{where} is unhealthy")
             if entry.device in owners and not entry.admin_access:
                 raise ClaimPrepareError(f"{where} is already prepared for claim {owners[entry.device]}")
-            if device.placement is not None:
-                for other, uid in held:
-                    if other.placement is not None and other.gpu.uuid == device.gpu.uuid and _overlap(device, other):
-                        raise ClaimPrepareError(f"{where} overlaps {other.name}, prepared for claim {uid}")
+            if device.placement is not None and self.dynamic is not None:
+                blocked = self.dynamic.geometry.why_unavailable(device.advertised.id)  # the three hardware rules
+                if blocked is not None:
+                    raise ClaimPrepareError(f"{where} cannot be created: {blocked}")
             config = entry.config
             if config is not None and config.device_type != device.kind:
                 raise ClaimPrepareError(f"{where}: a {config.kind} does not apply to a {device.kind} device")
@@ -223,18 +285,21 @@ class Preparer:
         chosen: Sequence[tuple[AllocatedDevice, DraDevice]],
         deadline: _Deadline,
     ) -> ClaimRecord:
-        for entry, device in chosen:
-            if device.placement is None:
-                continue
-            deadline.check(f"creating MIG device {device.name}")
-            control = self.parts.mig
-            if control is None:
-                raise ClaimPrepareError(f"claim {ref}: device {entry.device}: this backend cannot create MIG devices")
-            mig = control.create(device.gpu.index, device.placement.profile.name, device.placement.start)
-            created = CreatedMig(entry.device, device.gpu.index, device.gpu.uuid, mig.profile, mig.placement_start,
-                                 mig.gi, mig.ci, mig.uuid, mig.gi_cap_minor, mig.ci_cap_minor)  # fmt: skip
-            record = self._update(replace(record, migs=(*record.migs, created)))
-        env, mounts, isolations = {}, [], []
+        placements = [device for _, device in chosen if device.placement is not None]
+        if placements:
+            where = f"claim {ref}: device {placements[0].name}"
+            deadline.check(f"creating MIG device {placements[0].name}")
+            if self.dynamic is None:
+                raise ClaimPrepareError(f"{where}: this backend cannot create MIG devices")
+            try:
+                made = self.dynamic.claim([device.advertised.id for device in placements])
+            except (SlotUnavailable, ClaimError) as exc:
+                raise ClaimPrepareError(f"claim {ref}: {exc}") from exc
+            created = tuple(_created(device.name, made[device.advertised.id]) for device in placements)
+            record = self._update(replace(record, migs=created))
+        env: dict[str, str] = {}
+        mounts: tuple[tuple[str, str], ...] = ()
+        isolations = []
         mps_gpus: dict[str, Gpu] = {}
         mps_config: MpsConfig | None = None
         for entry, device in chosen:
@@ -262,10 +327,8 @@ class Preparer:
             deadline.check("starting the MPS daemon")
             if self.parts.mps is None:
                 raise ClaimPrepareError(f"claim {ref}: MPS is not available on this node (no MPS root)")
-            record = self._update(replace(record, mps_daemon=str(self.parts.mps.root / ref.uid)))
-            directory = self.parts.mps.start(ref.uid, list(mps_gpus.values()), mps_config)
-            env[PIPE_ENV] = CONTAINER_PIPE_DIRECTORY
-            mounts = [(CONTAINER_PIPE_DIRECTORY, str(directory / "pipe")), (CONTAINER_SHM, str(directory / "shm"))]
+            record = self._update(replace(record, mps_daemon=str(daemon_dir(self.parts.mps.root, ref.uid))))
+            env, mounts = claim_mps_edits(self.parts.mps.start(ref.uid, list(mps_gpus.values()), mps_config))
         deadline.check("writing the CDI spec")
         prepared = tuple(
             PreparedDevice((entry.request,), entry.pool, entry.device, (cdi_id(self.driver, ref.uid, entry.device),))
@@ -275,7 +338,7 @@ class Preparer:
             record,
             devices=prepared,
             env=env,
-            mounts=tuple(mounts),
+            mounts=mounts,
             isolation=weakest(isolations).summary,
         )
         record = self._update(record)
@@ -332,18 +395,18 @@ class Preparer:
         problems = []
         if record.cdi_spec:
             try:
-                remove_claim_spec(record.cdi_spec)
+                remove_claim_spec(self.parts.cdi_dir, self.driver, record.uid)
                 record = self._update(replace(record, cdi_spec=None))
             except CdiError as exc:
                 problems.append(str(exc))
         if record.mps_daemon and self.parts.mps is not None:
-            self.parts.mps.stop(record.mps_daemon)
+            self.parts.mps.stop(record.uid)
             record = self._update(replace(record, mps_daemon=None))
         for gpu_uuid in record.timeslice_gpus:
             if self.parts.timeslice is None:
                 break
             try:
-                self.parts.timeslice.set_level(gpu_uuid, DEFAULT_LEVEL)
+                self.parts.timeslice.set_level(gpu_uuid, DEFAULT_TIMESLICE_LEVEL)
                 record = self._update(
                     replace(record, timeslice_gpus=tuple(g for g in record.timeslice_gpus if g != gpu_uuid))
                 )
@@ -358,26 +421,21 @@ class Preparer:
         return problems
 
     def _destroy(self, created: CreatedMig) -> str | None:
-        control = self.parts.mig
-        if control is None:
+        device = self.devices().get(created.device)
+        if self.dynamic is None or device is None:
             return f"cannot destroy MIG device {created.uuid}: this backend has no MIG control"
-        live = control.live_instances([created.gpu_index])
-        if live is not None and (created.gi, created.ci) not in {(m.gi, m.ci) for m in live}:
-            return None  # already gone (a GPU reset, or an earlier attempt got this far)
-        try:
-            control.destroy(created.gpu_index, created.gi, created.ci)
-        except MigControlError as exc:
-            return str(exc)
-        return None
+        holding = self.dynamic.geometry.holding(device.advertised.id)
+        if holding is None or self.dynamic.free([holding]):
+            return None  # not held (never created, or refused at start), or destroyed now
+        return f"cannot destroy MIG device {created.uuid} of {created.device}; its slices stay held"
 
     def _save(self) -> None:
         self.checkpoint.save(self._records)
 
 
-def _overlap(one: DraDevice, other: DraDevice) -> bool:
-    assert one.placement is not None and other.placement is not None
-    a, b = one.placement, other.placement
-    return a.start < b.start + b.profile.memory_slices and b.start < a.start + a.profile.memory_slices
+def _created(device: str, mig: MigInstance) -> CreatedMig:
+    return CreatedMig(device, mig.parent_index, mig.parent_uuid, mig.profile, mig.placement_start, mig.gi, mig.ci,
+                      mig.uuid, mig.gi_cap_minor, mig.ci_cap_minor)  # fmt: skip
 
 
 def _mig_of(device: DraDevice, created: CreatedMig | None) -> MigInstance | None:

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpuslice.dra.api import ApiError, ResourceApi
+from gpuslice.dra.counters import CounterSupport
 from gpuslice.dra.devices import DraDevice
 from gpuslice.dra.slices import PoolSpec, build_slices
 
@@ -48,8 +49,10 @@ class SliceController:
         self.devices = devices
         self.resync_s = resync_s
         self.generation = 0
+        self.written: list[dict[str, Any]] = []  # the slices of the last publish
         self.publishes = 0
-        self._lock = threading.Lock()
+        self.counters = CounterSupport()  # whether the server keeps shared counters (dra.counters)
+        self._lock = threading.RLock()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -64,11 +67,21 @@ class SliceController:
     def sync(self) -> bool:
         """Make the server's slices match the devices; True when something was written."""
         with self._lock:
+            self.counters.probe(self.api, self.pool, self.devices())
+            wrote = self._publish()
+            if wrote and self.counters.observe(
+                self.written, self.api.list_slices(self.pool.driver, self.pool.node_name)
+            ):
+                self._publish()  # at once: the placements just written overlap, and nothing guards them
+            return wrote
+
+    def _publish(self) -> bool:
+        with self._lock:
             existing = {
                 obj["metadata"]["name"]: obj for obj in self.api.list_slices(self.pool.driver, self.pool.node_name)
             }
             seen = max((obj["spec"]["pool"].get("generation", 0) for obj in existing.values()), default=0)
-            wanted = build_slices(self.pool, self.devices(), max(self.generation, 1))
+            wanted = build_slices(self.pool, self.counters.offered(self.devices()), max(self.generation, 1))
             same = len(existing) == len(wanted) and all(
                 obj["metadata"]["name"] in existing and _content(existing[obj["metadata"]["name"]]) == _content(obj)
                 for obj in wanted
@@ -76,7 +89,7 @@ class SliceController:
             if same and seen == self.generation:
                 return False
             self.generation = max(self.generation, seen) + 1
-            wanted = build_slices(self.pool, self.devices(), self.generation)
+            wanted = build_slices(self.pool, self.counters.offered(self.devices()), self.generation)
             try:
                 for obj in wanted:
                     self.api.apply_slice(obj)
@@ -86,7 +99,7 @@ class SliceController:
                 # A 1.35+ API server: counter sets go in slices of their own. Start over in that layout.
                 log.info("the API server wants counter sets apart from devices; publishing them split")
                 self._pool = replace(self.pool, counter_layout="split")
-                wanted = build_slices(self.pool, self.devices(), self.generation)
+                wanted = build_slices(self.pool, self.counters.offered(self.devices()), self.generation)
                 for obj in wanted:
                     self.api.apply_slice(obj)
             names = {obj["metadata"]["name"] for obj in wanted}
@@ -94,6 +107,7 @@ class SliceController:
                 if name not in names:
                     self.api.delete_slice(name)
             self.publishes += 1
+            self.written = wanted
             count = sum(len(obj["spec"].get("devices") or ()) for obj in wanted)
             log.info("published pool %s generation %d: %d slice(s), %d device(s)",
                      self.pool.node_name, self.generation, len(wanted), count)  # fmt: skip

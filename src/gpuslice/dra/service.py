@@ -12,8 +12,8 @@ from typing import Any
 import grpc
 
 from gpuslice.dra.claims import ClaimPrepareError, ClaimRef
+from gpuslice.dra.contract import ClaimDriver
 from gpuslice.dra.names import DRA_SUPPORTED_VERSIONS, PLUGIN_TYPE
-from gpuslice.dra.prepare import Preparer
 from gpuslice.wire import dra_v1_grpc, dra_v1_pb2, dra_v1beta1_grpc, dra_v1beta1_pb2, pluginregistration_grpc
 from gpuslice.wire import pluginregistration_pb2 as registration_pb2
 
@@ -47,14 +47,14 @@ def _refs(request: Any, context: Any) -> list[ClaimRef]:
 
 
 class NodeService:
-    """NodePrepareResources / NodeUnprepareResources over a Preparer; `pb` is the version's message module.
+    """NodePrepareResources / NodeUnprepareResources over a ClaimDriver; `pb` is the version's message module.
 
     Every requested claim UID gets exactly one entry; a claim's failure is its own entry's error and
     never fails the call, so one bad claim cannot stop the others.
     """
 
-    def __init__(self, preparer: Preparer, pb: Any, budget_s: float = CALL_BUDGET_S) -> None:
-        self.preparer = preparer
+    def __init__(self, driver: ClaimDriver, pb: Any, budget_s: float = CALL_BUDGET_S) -> None:
+        self.driver = driver
         self.pb = pb
         self.budget_s = budget_s
 
@@ -64,7 +64,7 @@ class NodeService:
         for ref in _refs(request, context):
             entry = response.claims[ref.uid[:MAX_FIELD_LENGTH]]
             try:
-                record = self.preparer.prepare(ref, end - time.monotonic())
+                devices = self.driver.prepare(ref, end - time.monotonic())
             except ClaimPrepareError as exc:
                 entry.error = str(exc)
                 log.warning("prepare %s: %s", ref.uid[:64], exc)
@@ -73,7 +73,7 @@ class NodeService:
                 entry.error = f"claim {ref}: internal error: {type(exc).__name__}: {exc}"
                 log.exception("prepare %s failed", ref.uid[:64])
                 continue
-            for device in record.devices:
+            for device in devices:
                 entry.devices.add(
                     request_names=list(device.requests),
                     pool_name=device.pool,
@@ -88,7 +88,7 @@ class NodeService:
         for ref in _refs(request, context):
             entry = response.claims[ref.uid[:MAX_FIELD_LENGTH]]
             try:
-                self.preparer.unprepare(ref, end - time.monotonic())
+                self.driver.unprepare(ref, end - time.monotonic())
             except ClaimPrepareError as exc:
                 entry.error = str(exc)
                 log.warning("unprepare %s: %s", ref.uid[:64], exc)
@@ -98,10 +98,10 @@ class NodeService:
         return response
 
 
-def add_node_services(server: Any, preparer: Preparer, budget_s: float = CALL_BUDGET_S) -> None:
+def add_node_services(server: Any, driver: ClaimDriver, budget_s: float = CALL_BUDGET_S) -> None:
     """Both versions on one server: a 1.32 kubelet calls v1beta1, 1.34+ calls v1."""
-    dra_v1_grpc.add_DRAPluginServicer_to_server(NodeService(preparer, dra_v1_pb2, budget_s), server)  # type: ignore[no-untyped-call]
-    dra_v1beta1_grpc.add_DRAPluginServicer_to_server(NodeService(preparer, dra_v1beta1_pb2, budget_s), server)  # type: ignore[no-untyped-call]
+    dra_v1_grpc.add_DRAPluginServicer_to_server(NodeService(driver, dra_v1_pb2, budget_s), server)  # type: ignore[no-untyped-call]
+    dra_v1beta1_grpc.add_DRAPluginServicer_to_server(NodeService(driver, dra_v1beta1_pb2, budget_s), server)  # type: ignore[no-untyped-call]
 
 
 @dataclass

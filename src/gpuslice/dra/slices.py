@@ -74,7 +74,7 @@ def build_slices(pool: PoolSpec, devices: Iterable[DraDevice], generation: int) 
     groups = _groups(ordered) or [(None, [])]
     counter_only: list[list[DraDevice]] = []
     if pool.counter_layout == "split":
-        owners = [dynamic for dynamic, _ in groups if dynamic is not None]
+        owners = [dynamic for dynamic, _ in groups if dynamic is not None and dynamic.counter_set is not None]
         counter_only = [
             owners[start : start + MAX_COUNTER_SETS_PER_SLICE]
             for start in range(0, len(owners), MAX_COUNTER_SETS_PER_SLICE)
@@ -84,7 +84,7 @@ def build_slices(pool: PoolSpec, devices: Iterable[DraDevice], generation: int) 
     specs: list[dict[str, Any]] = []
     for dynamic, members in groups:
         spec: dict[str, Any] = {"devices": [_device_body(device, pool.api_version) for device in members]}
-        if dynamic is not None:
+        if dynamic is not None and dynamic.counter_set is not None:
             spec["sharedCounters"] = [_counter_set(dynamic)]
         specs.append(spec)
     for owners in counter_only:

@@ -12,7 +12,7 @@ from typing import Any
 import grpc
 
 from gpuslice.fsutil.sockets import remove_own_socket, remove_stale_socket, socket_inode
-from gpuslice.wire import SOCKET_PATH_MAX
+from gpuslice.wire import SOCKET_PATH_MAX, server_options
 
 _STOP_GRACE_S = 1.0
 
@@ -49,7 +49,7 @@ def serve(path: Path, add_services: Callable[[Any], None], workers: int, name: s
         raise SocketError(f"cannot create {path.parent}: {exc.strerror}") from exc
     remove_stale_socket(path)  # a stale socket from a process that died
     executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
-    server = grpc.server(executor, options=[("grpc.max_receive_message_length", 4 * 2**20)])
+    server = grpc.server(executor, options=server_options())
     add_services(server)
     if server.add_insecure_port(f"unix:{path}") == 0:
         executor.shutdown(wait=False)

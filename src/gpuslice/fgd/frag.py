@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuslice.fgd.shapes import Shape, TypicalTasks
-from gpuslice.gpu.units import MILLI
+from gpuslice.units import MILLI
 
 IntArray = npt.NDArray[np.int64]
 

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuslice.fgd.engine import RunResult
-from gpuslice.gpu.units import MILLI
+from gpuslice.units import MILLI
 
 FloatArray = npt.NDArray[np.float64]
 CURVE_FIELDS = ("allocated_gpu_pct", "unallocated_gpu_pct", "frag_amount_pct", "frag_rate_pct")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -13,14 +12,16 @@ from gpuslice.fgd.policies import PolicyContext, make_policy
 from gpuslice.fgd.protocol import plan_arrivals
 from gpuslice.fgd.state import OpenbCluster
 from gpuslice.fgd.sweep import workload
-from gpuslice.gpu.units import MILLI
+from gpuslice.fsutil.atomic import atomic_text_writer, atomic_write_text
+from gpuslice.fsutil.csvsafe import SafeCsvWriter
+from gpuslice.units import MILLI
 
 Record = dict[str, Any]
 PLACEMENT_COLUMNS = (
     "workload",
     "policy",
     "seed",
-    "arrival",
+    "arrival_index",
     "pod",
     "clone",
     "gpu_milli",
@@ -36,7 +37,7 @@ ARRIVED_TIMELINE_COLUMNS = (
     "policy",
     "seed",
     "arrived_pct",
-    "arrived_gpus",
+    "bin_arrived_gpus",
     "allocated_gpus",
     "unallocated_gpus",
     "fragmented_gpus",
@@ -108,20 +109,20 @@ def timeline_rows(record: Record) -> Iterator[list[Any]]:
 def write_openb_outputs(records: Sequence[Record], folder: str | Path, trace_dir: Path) -> list[Path]:
     """pods.csv (every pod of every run, placed again to learn where), timeline.csv and summary.json."""
     target = Path(folder)
-    target.mkdir(parents=True, exist_ok=True)
     pods, timeline, summary = target / "pods.csv", target / "timeline.csv", target / "summary.json"
-    with pods.open("w", newline="") as stream:
-        writer = csv.writer(stream, lineterminator="\n")
+    # temp file and rename per file (a planted link is replaced, not followed); formula cells neutralised
+    with atomic_text_writer(pods) as stream:
+        writer = SafeCsvWriter(stream)
         writer.writerow(PLACEMENT_COLUMNS)
         for record in records:
             loaded = workload(record["workload"], trace_dir)
             writer.writerows(placement_rows(loaded, record["policy"], record["seed"], record["ratio"]))
-    with timeline.open("w", newline="") as stream:
-        writer = csv.writer(stream, lineterminator="\n")
+    with atomic_text_writer(timeline) as stream:
+        writer = SafeCsvWriter(stream)
         writer.writerow(ARRIVED_TIMELINE_COLUMNS)
         for record in records:
             writer.writerows(timeline_rows(record))
-    summary.write_text(json.dumps(list(records), indent=1) + "\n")
+    atomic_write_text(summary, json.dumps(list(records), indent=1) + "\n")
     return [pods, timeline, summary]
 
 

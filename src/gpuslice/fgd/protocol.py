@@ -8,7 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuslice.fgd.trace import PodTable
-from gpuslice.gpu.units import MILLI
+from gpuslice.units import MILLI
 
 DEFAULT_RATIO = 1.3
 

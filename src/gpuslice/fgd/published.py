@@ -9,7 +9,7 @@ POLICY_LABELS = {
     "dotprod": "DotProd",
     "clustering": "GpuClustering",
     "packing": "GpuPacking",
-    "bestfit": "BestFit",
+    "best-fit": "BestFit",
     "fgd": "FGD",
 }
 
@@ -25,14 +25,14 @@ UNALLOCATED: dict[str, dict[int, Published]] = {
     "dotprod": {100: Published(9.38, 0.19), 130: Published(9.15, 0.20)},
     "clustering": {100: Published(8.35, 0.61), 130: Published(8.12, 0.62)},
     "packing": {100: Published(8.22, 0.53), 130: Published(8.00, 0.54)},
-    "bestfit": {100: Published(7.14, 0.14), 130: Published(6.92, 0.13)},
+    "best-fit": {100: Published(7.14, 0.14), 130: Published(6.92, 0.13)},
     "fgd": {100: Published(4.77, 0.11), 130: Published(4.61, 0.08)},
 }
 
 # First arrived % at which the mean allocation falls more than 1 point below arrived demand (§6.1).
-FIRST_SHORTFALL = {"random": 74, "dotprod": 92, "clustering": 93, "packing": 93, "bestfit": 94, "fgd": 97}
+FIRST_SHORTFALL = {"random": 74, "dotprod": 92, "clustering": 93, "packing": 93, "best-fit": 94, "fgd": 97}
 
-_ORDER = ("random", "dotprod", "clustering", "packing", "bestfit", "fgd")
+_ORDER = ("random", "dotprod", "clustering", "packing", "best-fit", "fgd")
 _FRAG_AMOUNT_ALLOC_ROWS = {
     50: "15.10 49.97 12.09 50.01 12.11 50.01 12.01 50.01 10.81 50.01 8.93 50.01",
     70: "15.90 69.21 10.78 70.00 10.27 70.00 10.19 70.00 9.13 70.00 6.95 70.00",

@@ -39,7 +39,7 @@ from gpuslice.fgd.engine import Workload
 from gpuslice.fgd.policies import Placement, PolicyContext, make_policy
 from gpuslice.fgd.state import OpenbCluster
 from gpuslice.fgd.trace import MAX_PODS, POD_PREFIX, NodeTable, OpenbTraceError, _rows
-from gpuslice.gpu.units import MILLI
+from gpuslice.units import MILLI
 
 TIME_COLUMNS = ("name", "creation_time", "deletion_time", "scheduled_time")
 _DEPART, _ARRIVE, _WITHDRAW = 0, 1, 2
@@ -104,8 +104,9 @@ class ReplayResult:
     queue_peak: int
     allocation_peak: float  # the most GPUs allocated at once, over the whole run
     window: tuple[float, float]  # first and last arrival: the span the means are over
-    # Per pod: (name, arrival, start, end, status, node, GPU indices); start and end None when they did not happen.
-    pod_rows: list[tuple[str, float, float | None, float | None, str, str, str]] = field(repr=False)
+    # Per pod: (name, milli per GPU, GPUs, arrival, start, end, status, node, GPU indices); start and end None when
+    # they did not happen.
+    pod_rows: list[tuple[str, int, int, float, float | None, float | None, str, str, str]] = field(repr=False)
     seconds: float
     times: FloatArray = field(repr=False)
     allocated: FloatArray = field(repr=False)  # GPUs
@@ -183,6 +184,7 @@ def replay(
     policy = make_policy(policy_name, PolicyContext(cluster, shapes, workload.typical, rng))
     released = getattr(policy, "released", None)
     pod_shape = workload.shapes.pod_shape.tolist()
+    gpu_milli, num_gpu = trace.pods.gpu_milli.tolist(), trace.pods.num_gpu.tolist()
     memory = trace.pods.memory.tolist()
     creation = (times.creation / compress).tolist()
     run_time = np.where(times.scheduled >= 0, times.deletion - times.scheduled, times.deletion - times.creation)
@@ -269,6 +271,8 @@ def replay(
         pod_rows=[
             (
                 trace.pods.names[pod],
+                gpu_milli[pod],
+                num_gpu[pod],
                 creation[pod],
                 start.get(pod),
                 ended.get(pod),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,6 +9,8 @@ from pathlib import Path
 from rich.table import Table
 
 from gpuslice.fgd.replay import ReplayResult
+from gpuslice.fsutil.atomic import atomic_text_writer, atomic_write_text
+from gpuslice.fsutil.csvsafe import SafeCsvWriter
 from gpuslice.plotting import figure_file
 
 REPLAY_HEADERS = (
@@ -102,27 +103,41 @@ def plot_replay(results: Sequence[ReplayResult], path: str | Path) -> None:
         )
 
 
-POD_COLUMNS_OUT = ("workload", "policy", "seed", "pod", "arrival", "start", "end", "wait", "status", "node", "gpus")
+POD_COLUMNS_OUT = (
+    "workload",
+    "policy",
+    "seed",
+    "pod",
+    "gpu_milli",
+    "num_gpu",
+    "arrival",
+    "start",
+    "end",
+    "wait",
+    "status",
+    "node",
+    "gpus",
+)
 TIMELINE_COLUMNS_OUT = ("workload", "policy", "seed", "time", "allocated_gpus", "fragmented_gpus", "queued_pods")
 
 
 def write_replay_outputs(results: Sequence[ReplayResult], folder: str | Path) -> list[Path]:
     """pods.csv (one row per pod), timeline.csv (every sample: after each instant's events) and summary.json."""
     target = Path(folder)
-    target.mkdir(parents=True, exist_ok=True)
     pods, timeline, summary = target / "pods.csv", target / "timeline.csv", target / "summary.json"
-    with pods.open("w", newline="") as stream:
-        writer = csv.writer(stream, lineterminator="\n")
+    # temp file and rename per file (a planted link is replaced, not followed); formula cells neutralised
+    with atomic_text_writer(pods) as stream:
+        writer = SafeCsvWriter(stream)
         writer.writerow(POD_COLUMNS_OUT)
         for result in results:
-            for name, arrival, start, end, status, node, gpus in result.pod_rows:
+            for name, milli, count, arrival, start, end, status, node, gpus in result.pod_rows:
                 wait = "" if start is None else _seconds(start - arrival)
                 writer.writerow(
-                    (result.workload, result.policy, result.seed, name, _seconds(arrival), _optional(start),
-                     _optional(end), wait, status, node, gpus)
+                    (result.workload, result.policy, result.seed, name, milli, count, _seconds(arrival),
+                     _optional(start), _optional(end), wait, status, node, gpus)
                 )  # fmt: skip
-    with timeline.open("w", newline="") as stream:
-        writer = csv.writer(stream, lineterminator="\n")
+    with atomic_text_writer(timeline) as stream:
+        writer = SafeCsvWriter(stream)
         writer.writerow(TIMELINE_COLUMNS_OUT)
         for result in results:
             for at, allocated, fragmented, queued in zip(
@@ -134,7 +149,7 @@ def write_replay_outputs(results: Sequence[ReplayResult], folder: str | Path) ->
             ):
                 writer.writerow((result.workload, result.policy, result.seed, _seconds(at), round(allocated, 3),
                                  round(fragmented, 3), queued))  # fmt: skip
-    summary.write_text(json.dumps([result.record() for result in results], indent=1) + "\n")
+    atomic_write_text(summary, json.dumps([result.record() for result in results], indent=1) + "\n")
     return [pods, timeline, summary]
 
 

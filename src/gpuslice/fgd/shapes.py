@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuslice.fgd.trace import PodTable, spec_mask
-from gpuslice.gpu.units import MILLI
+from gpuslice.units import MILLI
 
 POPULARITY_THRESHOLD_PCT = 95
 

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from gpuslice.fgd.frag import TaskArrays
 from gpuslice.fgd.trace import NodeTable
-from gpuslice.gpu.units import MILLI
+from gpuslice.units import MILLI
 
 IntArray = npt.NDArray[np.int64]
 

@@ -1,19 +1,25 @@
-"""Many openb runs (workloads x policies x seeds), optionally over worker processes."""
+"""Many openb runs (workloads x policies x seeds), optionally over worker processes or a Dask cluster."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from gpuslice.executors import run_all
 from gpuslice.fgd.engine import Workload, simulate
 from gpuslice.fgd.metrics import record_of, seed_stat
-from gpuslice.fgd.policies import FACTORIES
+from gpuslice.fgd.policies import FACTORIES, canonical_openb_policy
 from gpuslice.fgd.protocol import DEFAULT_RATIO
+from gpuslice.fgd.replay import PodTimes, ReplayResult, load_pod_times, replay
 from gpuslice.fgd.trace import load_trace, resolve_trace_dir
 
 _WORKLOADS: dict[tuple[str, str], Workload] = {}
+_TIMES: dict[tuple[str, str], PodTimes] = {}
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -44,7 +50,9 @@ def parse_names(text: str, known: Sequence[str], what: str) -> list[str]:
 
 
 def parse_policies(text: str) -> list[str]:
-    return parse_names(text, list(FACTORIES), "policies")
+    """Policy names in their one spelling (`bestfit` is read as `best-fit`)."""
+    names = ",".join(canonical_openb_policy(name.strip()) for name in text.split(","))
+    return parse_names(names, list(FACTORIES), "policies")
 
 
 def workload(name: str, trace_dir: Path) -> Workload:
@@ -62,9 +70,11 @@ class Job:
     seed: int
     ratio: float
     trace_dir: Path
+    policy_refs: tuple[str, ...] = ()  # user policies, registered again in a worker that lacks them (Dask)
 
 
 def run_job(job: Job) -> dict[str, Any]:
+    _register(job.policy, job.policy_refs)
     return record_of(simulate(workload(job.workload, job.trace_dir), job.policy, job.seed, job.ratio))
 
 
@@ -77,33 +87,75 @@ def run_sweep(
     trace_dir: str | Path | None = None,
     jobs: int = 1,
     progress: Callable[[dict[str, Any]], None] | None = None,
+    executor: Executor | None = None,
+    policy_refs: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    """One JSON-ready record per (workload, policy, seed), in that order."""
+    """One JSON-ready record per (workload, policy, seed), in that order: here, over a local pool of `jobs`
+    processes, or on `executor` (a Dask cluster's); the records are the same whichever runs them."""
     folder = resolve_trace_dir(trace_dir)
     for name in workloads:
         workload(name, folder)  # load (and fail on a missing file) before any worker starts
-    todo = [Job(w, p, s, ratio, folder) for w in workloads for p in policies for s in seeds]
+    refs = tuple(policy_refs)
+    todo = [Job(w, p, s, ratio, folder, refs) for w in workloads for p in policies for s in seeds]
+    # the longest runs (FGD) go first to balance the workers
+    ranked = sorted(range(len(todo)), key=lambda i: not todo[i].policy.startswith("fgd"))
+    return execute(run_job, todo, ranked, jobs, executor, progress)
+
+
+def execute(
+    function: Callable[[_Item], _Result],
+    todo: Sequence[_Item],
+    ranked: Sequence[int],
+    jobs: int,
+    executor: Executor | None,
+    progress: Callable[[_Result], None] | None,
+) -> list[_Result]:
+    """function over todo: on `executor` when given, else in this process (jobs 1) or a forked pool of `jobs`
+    processes (workers inherit the loaded traces); results in todo order, progress in `ranked` order."""
+    if executor is not None:
+        return run_all(executor, function, todo, ranked, progress)
     if jobs <= 1 or len(todo) <= 1:
-        records = []
-        for job in todo:
-            records.append(run_job(job))
+        results = []
+        for item in todo:
+            results.append(function(item))
             if progress:
-                progress(records[-1])
-        return records
+                progress(results[-1])
+        return results
     import multiprocessing  # a pool only for -j > 1: a single run starts without the process machinery
     from concurrent.futures import ProcessPoolExecutor
 
-    # fork: workers inherit the loaded traces; the longest runs (FGD) go first to balance the pool
-    ranked = sorted(range(len(todo)), key=lambda i: not todo[i].policy.startswith("fgd"))
-    results: dict[int, dict[str, Any]] = {}
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context) as pool:
-        futures = {i: pool.submit(run_job, todo[i]) for i in ranked}
-        for i in ranked:
-            results[i] = futures[i].result()
-            if progress:
-                progress(results[i])
-    return [results[i] for i in range(len(todo))]
+        return run_all(pool, function, todo, ranked, progress)
+
+
+@dataclass(frozen=True)
+class ReplayJob:
+    workload: str
+    policy: str
+    seed: int
+    compress: float
+    node_fraction: float
+    trace_dir: Path
+    policy_refs: tuple[str, ...] = ()
+
+
+def run_replay_job(job: ReplayJob) -> ReplayResult:
+    _register(job.policy, job.policy_refs)
+    loaded = workload(job.workload, job.trace_dir)
+    key = (str(job.trace_dir), job.workload)
+    if key not in _TIMES:
+        _TIMES[key] = load_pod_times(loaded)
+    return replay(loaded, job.policy, job.seed, _TIMES[key], job.compress, job.node_fraction)
+
+
+def _register(policy: str, references: Sequence[str]) -> None:
+    """A user policy registered in the parent is missing in a fresh worker (Dask): register it there too."""
+    if policy not in FACTORIES and references:
+        from gpuslice.fgd.policies.loader import register_openb_policy
+
+        for reference in references:
+            register_openb_policy(reference, FACTORIES)
 
 
 def _pct(value: float | None) -> str:

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpuslice.fsutil.textread import InputFileError, iter_text_lines
-from gpuslice.gpu.units import MILLI
+from gpuslice.units import MILLI
 
 ENV_TRACE_DIR = "GPUSLICE_OPENB_DIR"
 DEFAULT_RELATIVE_DIR = Path("..") / "shared" / "traces" / "openb"

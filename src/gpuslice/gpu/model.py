@@ -72,6 +72,11 @@ class MigInstance:
         """NVIDIA's index form for a MIG device: '<gpu index>:<mig index>'."""
         return f"{self.parent_index}:{self.index}"
 
+    @property
+    def capability_paths(self) -> tuple[str, str]:
+        """The GI's and the CI's access capability device nodes: a container needs both besides its GPU's."""
+        return (f"/dev/nvidia-caps/nvidia-cap{self.gi_cap_minor}", f"/dev/nvidia-caps/nvidia-cap{self.ci_cap_minor}")
+
 
 # PCI class codes of NVIDIA GPUs: a 3D controller is a compute GPU, a VGA controller drives displays.
 PCI_CLASS_3D_CONTROLLER = 0x030200

@@ -18,13 +18,12 @@ from typing import Any
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from gpuslice.fsutil.atomic import atomic_write_text
+from gpuslice.fsutil.checkpoint import canonical_json, fnv32a
 from gpuslice.kubelet.views import Admission, GrantedDevices
 from gpuslice.wire import deviceplugin_pb2
 
 CHECKPOINT_FILE = "kubelet_internal_checkpoint"
 NO_NUMA_KEY = "-1"
-_FNV32_OFFSET = 0x811C9DC5
-_FNV32_PRIME = 0x01000193
 
 
 class CheckpointError(ValueError):
@@ -46,15 +45,8 @@ class Restored:
     resources: list[str]
 
 
-def fnv32a(data: bytes) -> int:
-    value = _FNV32_OFFSET
-    for byte in data:
-        value = ((value ^ byte) * _FNV32_PRIME) & 0xFFFFFFFF
-    return value
-
-
 def checksum(data: Mapping[str, Any]) -> int:
-    return fnv32a(json.dumps(data, sort_keys=True, separators=(",", ":")).encode())
+    return fnv32a(canonical_json(data))  # the one module that computes checkpoint checksums
 
 
 def _device_ids_by_numa(allocation: GrantedDevices) -> dict[str, list[str]]:

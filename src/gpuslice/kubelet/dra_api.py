@@ -157,9 +157,14 @@ def _parse_fields(text: str) -> dict[str, str]:
 class FakeKubeApi:
     """ApiStore over HTTP on 127.0.0.1 (a free port); `url` is what a client is pointed at."""
 
-    def __init__(self, served: Iterable[str] = ("v1",), counters_apart: bool = False) -> None:
+    def __init__(
+        self, served: Iterable[str] = ("v1",), counters_apart: bool = False, drop_counters: bool = False
+    ) -> None:
         self.served = tuple(served)
         self.counters_apart = counters_apart  # the 1.35+ rule: no slice with both sharedCounters and devices
+        # 1.32 has no counter fields, 1.33/1.34 have them only with DRAPartitionableDevices: such a server
+        # accepts a slice with sharedCounters / consumesCounters and silently stores it without them.
+        self.drop_counters = drop_counters
         for version in self.served:
             if version not in VERSIONS:
                 raise ValueError(f"unknown {GROUP} version {version}")
@@ -221,6 +226,8 @@ class FakeKubeApi:
                     raise ApiStoreError(
                         422, "Invalid", "spec: Invalid value: only one of `sharedCounters` or `devices` is allowed"
                     )
+                if self.drop_counters and plural == "resourceslices":
+                    _drop_counters(obj)
                 obj["apiVersion"] = f"{GROUP}/v1"
                 return 201 if method == "POST" else 200, _to_version(
                     self.store.put(plural, obj, create=method == "POST"), version
@@ -242,6 +249,17 @@ class _QuietServer(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
+
+
+def _drop_counters(obj: dict[str, Any]) -> None:
+    """What a server without partitionable devices stores of a slice: no counter sets, no device consumes them."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.pop("sharedCounters", None)
+    for device in spec.get("devices") or []:
+        if isinstance(device, dict):
+            device.pop("consumesCounters", None)
 
 
 def _status(code: int, reason: str, message: str, success: bool = False) -> dict[str, Any]:

@@ -70,6 +70,7 @@ class MockDraKubelet:
         *,
         served_versions: Iterable[str] = ("v1",),
         counters_apart: bool = False,
+        drop_counters: bool = False,
         reconcile_s: float = RECONCILE_S,
         call_timeout_s: float = CALL_TIMEOUT_S,
     ) -> None:
@@ -78,7 +79,7 @@ class MockDraKubelet:
         self.plugins_dir = self.root / KUBELET_PLUGINS_DIR
         self.node_name = node_name
         self.call_timeout_s = call_timeout_s
-        self.api = FakeKubeApi(served_versions, counters_apart)
+        self.api = FakeKubeApi(served_versions, counters_apart, drop_counters)
         self.watcher = PluginWatcher(self.registry_dir, reconcile_s, on_deregistered=self._wipe_driver)
         self.restarts = 0
         self._pods: dict[tuple[str, str], list[str]] = {}  # (namespace, pod) -> claim names

@@ -8,8 +8,7 @@ from gpuslice.config import Config
 from gpuslice.gpu import MigCatalogue, MigProfile, Node, catalogue_for
 from gpuslice.labels.names import GPUSLICE_PREFIX, short_resource_name
 from gpuslice.sharing import is_dynamic, mig_resource_name
-from gpuslice.sharing.dynamic.geometry import open_starts
-from gpuslice.sharing.dynamic.plan import dynamic_gpus
+from gpuslice.sharing.dynamic import dynamic_gpus, open_starts
 
 DYNAMIC_GPUS_LABEL = GPUSLICE_PREFIX + "mig.dynamic-gpus"
 

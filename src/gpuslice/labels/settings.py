@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TextIO
 
 from gpuslice.config import GFD_FLAGS, Config, apply_overrides, load_config, overrides_from_env
-from gpuslice.discovery import Backend, FakeBackend
+from gpuslice.discovery import Backend, make_fake_backend
 from gpuslice.labels.kube import in_cluster
 from gpuslice.labels.loop import LabellerSettings
 from gpuslice.labels.nodefeature import NodeFeatureStore
@@ -27,15 +27,6 @@ class BackendFactory(Protocol):
     ) -> Backend: ...
 
 
-def fake_backend_only(
-    kind: str, node_spec_ref: str | None, driver_root: str, fail_on_init_error: bool, *, node_name: str | None
-) -> Backend:
-    """The factory used when none is given: the fake backend, and a clear error for any other kind."""
-    if kind != "fake":
-        raise ValueError(f"backend {kind!r} is not available here; only 'fake' (a node spec) is")
-    return FakeBackend.from_ref(node_spec_ref)
-
-
 @dataclass
 class LabelOptions:
     """What the `labels` command was given; `flag_overrides` holds only flags set on the command line."""
@@ -51,7 +42,7 @@ class LabelOptions:
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     running_in_cluster: bool | None = None  # None: detect
     store_factory: Callable[[], NodeFeatureStore] | None = None  # None: the Kubernetes API (lightkube)
-    backend_factory: BackendFactory = fake_backend_only
+    backend_factory: BackendFactory = make_fake_backend  # the CLI passes make_backend
 
 
 def effective_config(options: LabelOptions) -> tuple[Config, tuple[str, ...]]:
@@ -61,7 +52,7 @@ def effective_config(options: LabelOptions) -> tuple[Config, tuple[str, ...]]:
     return apply_overrides(loaded.config, overrides, loaded.source), loaded.warnings
 
 
-def read_machine_type(path: str) -> tuple[str, str | None]:
+def read_machine_type_file(path: str) -> tuple[str, str | None]:
     """The content of `machineTypeFile`, or ('unknown', why) when it cannot be read (GFD's behaviour)."""
     try:
         text = Path(path).read_text().strip()
@@ -85,13 +76,12 @@ def load_settings(options: LabelOptions) -> LabellerSettings:
     machine_type = None
     # The backend reports the machine type (the node spec's, or DMI's); an explicitly set file wins.
     if "machine_type_file" in flags.gfd.explicit:
-        machine_type, problem = read_machine_type(flags.gfd.machine_type_file)
+        machine_type, problem = read_machine_type_file(flags.gfd.machine_type_file)
         if problem:
             warnings.append(problem)
     node_name = options.node_name or backend.discover().name
     sink = choose_sink(config, options, node_name)
-    close = getattr(backend, "close", None)  # NVML backends hold the library open
-    return LabellerSettings(config, backend.discover, sink, machine_type, tuple(warnings), close)
+    return LabellerSettings(config, backend.discover, sink, machine_type, tuple(warnings), backend.close)
 
 
 def choose_sink(config: Config, options: LabelOptions, node_name: str) -> LabelSink:

@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-import logging
 import threading
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpuslice.allocation.mps_edits import DaemonSettings, MpsConfigError, daemon_settings, log_directory, pipe_directory
-from gpuslice.mps.control import PIPE_ENV, MpsControl, MpsDaemonError
+from gpuslice.mps.control import MpsControl
+from gpuslice.mps.daemon import READY_TIMEOUT_S, DaemonPlace, probe_daemon, quit_daemon, start_daemon
+from gpuslice.mps.daemon import MpsStartError as MpsStartError  # the manager's callers know it here
 from gpuslice.sharing import Resource
 
-log = logging.getLogger("gpuslice.mps")
-
-LOG_ENV = "CUDA_MPS_LOG_DIRECTORY"
-VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"
-PROBE_COMMAND = "get_default_active_thread_percentage"
 STARTED_MARKER = ".started"
 READY_MARKER = ".ready"
-READY_TIMEOUT_S = 10.0
-READY_POLL_S = 0.1
-
-
-class MpsStartError(RuntimeError):
-    """A daemon could not be started or configured; the message names the resource and the cause."""
 
 
 @dataclass(frozen=True)
@@ -37,12 +26,12 @@ class RunningDaemon:
     log_dir: Path
 
     @property
+    def place(self) -> DaemonPlace:
+        return DaemonPlace(self.settings.resource, self.pipe_dir, self.log_dir, self.settings.gpu_uuids)
+
+    @property
     def env(self) -> dict[str, str]:
-        return {
-            PIPE_ENV: str(self.pipe_dir),
-            LOG_ENV: str(self.log_dir),
-            VISIBLE_ENV: ",".join(self.settings.gpu_uuids),
-        }
+        return self.place.env
 
 
 class MpsManager:
@@ -98,54 +87,13 @@ class MpsManager:
             Path(pipe_directory(settings.resource, str(self.root))),
             Path(log_directory(settings.resource, str(self.root))),
         )
-        where = f"MPS daemon for {settings.resource}"
-        try:
-            for directory in (daemon.pipe_dir, daemon.log_dir, self.root / "shm"):
-                directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise MpsStartError(f"{where}: cannot create {exc.filename}: {exc.strerror}") from exc
-        if (daemon.pipe_dir / "control").exists():
-            self._quit_quietly(daemon, "stale daemon from an earlier run")
-        try:
-            self.control.start_daemon(daemon.env)
-            self._wait_ready(daemon)
-            for command in settings.commands:
-                self.control.send(command, daemon.env)
-        except MpsDaemonError as exc:
-            self._quit_quietly(daemon, "start failed")
-            raise MpsStartError(f"{where}: {exc}") from exc
+        start_daemon(self.control, daemon.place, settings.commands, self.ready_timeout_s, (self.root / "shm",))
         (daemon.pipe_dir.parent / STARTED_MARKER).touch()
-        log.info(
-            "MPS daemon for %s on %s: %s",
-            settings.resource,
-            ", ".join(settings.gpu_uuids),
-            "; ".join(settings.commands),
-        )
         return daemon
-
-    def _wait_ready(self, daemon: RunningDaemon) -> None:
-        deadline = time.monotonic() + self.ready_timeout_s
-        while True:
-            try:
-                self.control.send(PROBE_COMMAND, daemon.env)
-                return
-            except MpsDaemonError as exc:
-                if time.monotonic() >= deadline:
-                    raise MpsDaemonError(
-                        f"error waiting for MPS daemon: error checking MPS daemon health: {exc}"
-                    ) from exc
-            time.sleep(READY_POLL_S)
 
     def probe(self) -> dict[str, str | None]:
         """Resource -> the daemon's answer to get_default_active_thread_percentage, or None if it failed."""
-        answers: dict[str, str | None] = {}
-        for daemon in self.daemons:
-            try:
-                answers[daemon.settings.resource] = self.control.send(PROBE_COMMAND, daemon.env)
-            except MpsDaemonError as exc:
-                log.warning("MPS daemon for %s does not answer: %s", daemon.settings.resource, exc)
-                answers[daemon.settings.resource] = None
-        return answers
+        return {daemon.settings.resource: probe_daemon(self.control, daemon.place) for daemon in self.daemons}
 
     def stop(self) -> None:
         """Send `quit` to every daemon started here and remove the markers. Idempotent."""
@@ -155,12 +103,6 @@ class MpsManager:
     def _stop_locked(self) -> None:
         daemons, self._daemons = self._daemons, []
         for daemon in reversed(daemons):
-            self._quit_quietly(daemon, "shutdown")
+            quit_daemon(self.control, daemon.place, "shutdown")
             (daemon.pipe_dir.parent / STARTED_MARKER).unlink(missing_ok=True)
         (self.root / READY_MARKER).unlink(missing_ok=True)
-
-    def _quit_quietly(self, daemon: RunningDaemon, why: str) -> None:
-        try:
-            self.control.send("quit", daemon.env)
-        except MpsDaemonError as exc:
-            log.warning("MPS daemon for %s: quit (%s) failed: %s", daemon.settings.resource, why, exc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -10,25 +11,37 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
+from gpuslice.allocation import StaticAllocator, WholeGpuRule, whole_gpu_rule_for
 from gpuslice.allocation.cdi import DEFAULT_CDI_DIR
 from gpuslice.discovery import Backend
 from gpuslice.discovery.health_file import HEALTH_FILE_POLL_S
+from gpuslice.fsutil.runtime_dir import RuntimeDirError, private_runtime_dir
 from gpuslice.gpu import Node
+from gpuslice.health import xid_policy_from_env
+from gpuslice.health.loop import build_health_loop
 from gpuslice.mps import MpsControl
 from gpuslice.node.served import ConfigSource, ServedNode
-from gpuslice.plugin.dynamic_settings import ADMISSION_GRACE_S, RELEASE_POLL_S, DynamicMigSettings, pod_resources_socket
+from gpuslice.plugin.dynamic_settings import (
+    ADMISSION_GRACE_S,
+    RELEASE_POLL_S,
+    DynamicMigSettings,
+    DynamicMigUnavailable,
+    mig_control_for,
+    pod_resources_socket,
+)
 from gpuslice.plugin.kubelet_watch import KUBELET_POLL_S
-from gpuslice.plugin.lifecycle import PluginRuntime, build_runtime
-from gpuslice.plugin.manager import PluginManager
+from gpuslice.plugin.lifecycle import PluginRuntime
+from gpuslice.plugin.manager import AllocatorFactory, PluginExtension, PluginManager
 from gpuslice.plugin.metrics import PluginMetrics
 from gpuslice.plugin.reload import KEEP_SOURCE, ConfigReloader, KeepSource
-from gpuslice.plugin.run import build_manager, prepare
+from gpuslice.plugin.run import SetupError, prepare
 from gpuslice.plugin.server import DEFAULT_WORKERS
 from gpuslice.plugin.service import PluginObserver
 from gpuslice.plugin.upkeep import NodeUpkeep, ServedConfig, compat_options, served_config
-from gpuslice.sharing import SharingPlan
-from gpuslice.sharing.dynamic.checkpoint import FILE_NAME as MIG_CHECKPOINT_FILE
+from gpuslice.sharing import HealthStore, SharingPlan
+from gpuslice.sharing.dynamic import CHECKPOINT_FILE_NAME, has_placements
 from gpuslice.signal_loop import run_until_signalled
+from gpuslice.topology import TopologySpecError, topology_from_spec
 from gpuslice.wire import DEFAULT_KUBELET_SOCKET
 
 if TYPE_CHECKING:
@@ -46,7 +59,7 @@ class AppOptions:
     config_file: str | None = None  # NVIDIA's v1 config file; None: the defaults
     # The kubelet's registration socket; None: serve without registering (NVIDIA's empty --kubelet-socket).
     kubelet_socket: str | None = DEFAULT_KUBELET_SOCKET
-    socket_dir: str | None = None  # where plugin sockets go; None: see plugin_dir
+    socket_dir: str | None = None  # where plugin sockets go (--socket-dir); None: see plugin_dir
     node_name: str | None = None
     pod_resources_socket: str | None = None  # None: env POD_RESOURCES_SOCKET, else the kubelet's default
     mig_checkpoint: str | None = None  # None: beside the plugin sockets (the kubelet's wipe keeps it)
@@ -67,14 +80,34 @@ class AppOptions:
 
     @property
     def plugin_dir(self) -> Path:
-        """The socket directory: `socket_dir`, else the kubelet socket's directory, else the kubelet default's."""
+        """The socket directory: `socket_dir`, else the kubelet socket's directory; when not registering, the
+        kubelet default's if we may write there, else our private runtime directory (a non-root user)."""
         if self.socket_dir:
             return Path(self.socket_dir)
-        return Path(self.kubelet_socket or DEFAULT_KUBELET_SOCKET).parent
+        if self.kubelet_socket:
+            return Path(self.kubelet_socket).parent
+        default = Path(DEFAULT_KUBELET_SOCKET).parent
+        if os.access(default, os.W_OK | os.X_OK):
+            return default
+        try:
+            return private_runtime_dir()
+        except RuntimeDirError as exc:
+            raise SetupError(f"{exc}; give a socket directory with --socket-dir") from exc
 
     @property
     def checkpoint_path(self) -> Path:
-        return Path(self.mig_checkpoint) if self.mig_checkpoint else self.plugin_dir / MIG_CHECKPOINT_FILE
+        return Path(self.mig_checkpoint) if self.mig_checkpoint else self.plugin_dir / CHECKPOINT_FILE_NAME
+
+
+def _whole_gpu_rule(setup: ServedNode) -> WholeGpuRule | None:
+    """Rule A (whole GPUs inside one NVLink domain) on the node's topology; SetupError on a bad topology."""
+    if not setup.node.gpus:
+        return None
+    try:
+        topology = topology_from_spec(setup.backend.topology_spec(), setup.node.gpus)
+    except TopologySpecError as exc:
+        raise SetupError(f"node spec: {exc}") from exc
+    return whole_gpu_rule_for(topology)
 
 
 class PluginApp:
@@ -96,11 +129,14 @@ class PluginApp:
         metrics: PluginMetrics | None = None,
         observer: PluginObserver | None = None,
         on_reload: Callable[[ServedConfig], None] | None = None,
+        allocator_factory: AllocatorFactory = StaticAllocator,
     ) -> None:
         """`backend` replaces the one `options.backend` names; `mps_control` the MPS control program;
-        `observer` hears of allocations and streams instead of `metrics` (benchmarks time the handler)."""
+        `observer` hears of allocations instead of `metrics` (benchmarks time the handler);
+        `allocator_factory` builds the allocator of every resource that dynamic MIG does not serve."""
         self.options = options
         self.metrics = metrics or PluginMetrics()
+        # The served node: config, backend, node, plan (SetupError on any bad input).
         self.setup: ServedNode = prepare(
             options.backend,
             options.node_spec,
@@ -114,21 +150,22 @@ class PluginApp:
         compat = compat_options(setup.backend, options.cdi_spec_dir, options.mps_control_command)
         served = served_config(setup.config, setup.node, setup.plan, compat, options.nvidia_answers)
         self.warnings = setup.warnings + served.warnings
-        dynamic = DynamicMigSettings(
-            pod_resources_socket(options.pod_resources_socket),
-            options.checkpoint_path,
-            options.release_poll_s,
-            options.admission_grace_s,
-        )
-        self.manager: PluginManager = build_manager(
-            setup,
+        # The servers: one per resource, with dynamic MIG as an extension when the plan has placements.
+        self.dynamic_mig: DynamicMigRuntime | None = self._dynamic_mig(setup)
+        extensions: list[PluginExtension] = [self.dynamic_mig] if self.dynamic_mig is not None else []
+        self.manager = PluginManager(
+            setup.plan.resources,
+            HealthStore(setup.node),
             options.kubelet_socket or None,
-            options.plugin_dir,
-            dynamic_settings=dynamic,
-            observer=observer or self.metrics,
             options=served.allocate_options,
+            whole_gpu_rule=_whole_gpu_rule(setup),
+            socket_dir=options.plugin_dir,
+            observer=observer or self.metrics,
             workers=options.workers,
+            extensions=extensions,
+            allocator_factory=allocator_factory,
         )
+        # What the config needs besides the servers (CDI specs, MPS daemons), and the reloads.
         self.upkeep = NodeUpkeep(compat, mps_control)
         self.reloader = ConfigReloader(
             self.manager,
@@ -141,27 +178,43 @@ class PluginApp:
             options.overrides,
             options.nvidia_answers,
         )
-        self.runtime: PluginRuntime = build_runtime(
-            self.manager,
+        # The process around them: health loop (DP_*_HEALTHCHECKS rules), kubelet watch, metrics server.
+        health_loop = build_health_loop(
             setup.backend,
             setup.node,
-            setup.config,
-            options.environ,
+            self.manager.health,
+            xid_policy_from_env(options.environ),
+            setup.config.gpuslice.health_recovery,
+            self.metrics,
+            options.health_poll_s,
+        )
+        self.runtime = PluginRuntime(
+            self.manager,
+            health_loop=health_loop,
             metrics=self.metrics,
             metrics_port=options.metrics_port,
             metrics_address=options.metrics_address,
-            health_poll_s=options.health_poll_s,
-            kubelet_poll_s=options.kubelet_poll_s,
+            poll_interval_s=options.kubelet_poll_s,
         )
         self.runtime.add_shutdown_hook(self.upkeep.stop)  # MPS daemons quit after the servers are down
 
-    @property
-    def dynamic_mig(self) -> DynamicMigRuntime | None:
-        """The dynamic-MIG runtime when the plan advertises placements."""
-        from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime  # loaded only with such a plan
+    def _dynamic_mig(self, setup: ServedNode) -> DynamicMigRuntime | None:
+        if not has_placements(setup.plan):
+            return None
+        from gpuslice.plugin.dynamic_runtime import DynamicMigRuntime  # its modules load only for such a plan
 
-        extension = self.manager.extension
-        return extension if isinstance(extension, DynamicMigRuntime) else None
+        options = self.options
+        settings = DynamicMigSettings(
+            pod_resources_socket(options.pod_resources_socket),
+            options.checkpoint_path,
+            options.release_poll_s,
+            options.admission_grace_s,
+        )
+        try:
+            control = mig_control_for(setup.backend, setup.node)
+        except DynamicMigUnavailable as exc:
+            raise SetupError(str(exc)) from exc
+        return DynamicMigRuntime(setup.plan.resources, setup.node.name, control, settings)
 
     @property
     def backend(self) -> Backend:
@@ -189,9 +242,10 @@ class PluginApp:
             raise
 
     def stop(self) -> None:
-        """Stop serving, then the upkeep. Idempotent."""
+        """Stop serving, then the upkeep, then release the backend (NVML). Idempotent."""
         self.runtime.stop()
         self.upkeep.stop()
+        self.setup.backend.close()
 
     def reload(self, config_source: ConfigSource | KeepSource = KEEP_SOURCE) -> bool:
         """Re-read the config (SIGHUP), or switch to `config_source`; True if the new config now serves.

@@ -6,15 +6,12 @@ import logging
 import time
 from collections.abc import Sequence
 
-from gpuslice.allocation import AllocateOptions, Allocator, DynamicAllocator, StaticAllocator, WholeGpuRule
-from gpuslice.discovery import Backend, MigControl
-from gpuslice.gpu import Node
-from gpuslice.plugin.dynamic_settings import DynamicMigSettings, has_dynamic_placements, mig_control_for
+from gpuslice.allocation import AllocateOptions, Allocator, DynamicAllocator, WholeGpuRule
+from gpuslice.discovery import MigControl
+from gpuslice.plugin.dynamic_settings import DynamicMigSettings
 from gpuslice.plugin.pod_resources_watch import PodResourcesClient, ReleaseWatcher
-from gpuslice.sharing import HealthStore, Resource, SharingPlan
-from gpuslice.sharing.dynamic.checkpoint import MigCheckpoint
-from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry
-from gpuslice.sharing.dynamic.runtime import DynamicMig, ResumeReport
+from gpuslice.sharing import HealthStore, Resource
+from gpuslice.sharing.dynamic import DynamicMig, DynamicMigGeometry, MigCheckpoint, ResumeReport
 
 log = logging.getLogger("gpuslice.plugin.dynamic_mig")
 
@@ -22,8 +19,9 @@ log = logging.getLogger("gpuslice.plugin.dynamic_mig")
 class DynamicMigRuntime:
     """Resumes the geometry before serving, watches pod-resources while serving, and builds the services.
 
-    Call `start()` before the servers start (it resumes from the checkpoint or rebuilds it) and `stop()`
-    after they stop. `allocator_for` is the PluginManager's allocator factory.
+    A PluginExtension: the manager calls `start()` before the servers start (it resumes from the
+    checkpoint or rebuilds it) and `stop()` after they stop; `allocator_for` builds the allocators of
+    the resources with placements.
     """
 
     def __init__(
@@ -81,17 +79,8 @@ class DynamicMigRuntime:
         health: HealthStore,
         options: AllocateOptions | None = None,
         whole_gpu_rule: WholeGpuRule | None = None,
-    ) -> Allocator:
-        """A DynamicAllocator for a resource with placements, the static one otherwise."""
+    ) -> Allocator | None:
+        """A DynamicAllocator for a resource with placements; None for the others (they are static)."""
         if resource.name in self.geometry.resource_names:
             return DynamicAllocator(resource, health, self.dynamic, options, whole_gpu_rule)
-        return StaticAllocator(resource, health, options, whole_gpu_rule)
-
-
-def runtime_for(
-    plan: SharingPlan, node: Node, backend: Backend, settings: DynamicMigSettings
-) -> DynamicMigRuntime | None:
-    """The runtime when the plan advertises dynamic placements, else None; DynamicMigUnavailable if impossible."""
-    if not has_dynamic_placements(plan):
         return None
-    return DynamicMigRuntime(plan.resources, node.name, mig_control_for(backend, node), settings)

@@ -1,4 +1,4 @@
-"""What the plugin needs of dynamic MIG before it knows the plan uses it: settings, socket, the plan test.
+"""What the plugin needs of dynamic MIG before it knows the plan uses it: settings, socket, MIG control.
 
 The runtime itself (plugin.dynamic_runtime: geometry, checkpoint, pod-resources client) loads only for a
 plan with dynamic placements, so a plugin without them starts without those modules.
@@ -13,9 +13,6 @@ from pathlib import Path
 
 from gpuslice.discovery import Backend, MigControl
 from gpuslice.gpu import Node
-from gpuslice.sharing import SharingPlan
-from gpuslice.sharing.dynamic.checkpoint import FILE_NAME
-from gpuslice.sharing.dynamic.geometry import is_slot_id
 from gpuslice.wire import DEFAULT_POD_RESOURCES_SOCKET
 
 POD_RESOURCES_SOCKET_ENV = "POD_RESOURCES_SOCKET"
@@ -40,11 +37,6 @@ class DynamicMigSettings:
     poll_interval_s: float = RELEASE_POLL_S
     admission_grace_s: float = ADMISSION_GRACE_S
 
-    @classmethod
-    def beside(cls, socket_dir: str | Path, pod_resources_socket: str | Path) -> DynamicMigSettings:
-        """The checkpoint next to the plugin sockets (the kubelet's wipe only removes sockets)."""
-        return cls(Path(pod_resources_socket), Path(socket_dir) / FILE_NAME)
-
 
 class DynamicMigUnavailable(ValueError):
     """The plan has dynamic placements but the backend cannot create MIG devices."""
@@ -58,8 +50,3 @@ def mig_control_for(backend: Backend, node: Node) -> MigControl:
     raise DynamicMigUnavailable(
         f"flags.migStrategy=dynamic: the {backend.name} backend cannot create MIG devices; use --backend nvml or fake"
     )
-
-
-def has_dynamic_placements(plan: SharingPlan) -> bool:
-    """Whether the plan advertises dynamic MIG placements (then plugin.dynamic_runtime serves them)."""
-    return any(is_slot_id(d.id) for r in plan.resources for d in r.devices)

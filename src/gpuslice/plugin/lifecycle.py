@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
-from gpuslice.config import Config
-from gpuslice.discovery import Backend
-from gpuslice.discovery.health_file import HEALTH_FILE_POLL_S
-from gpuslice.gpu import Node
-from gpuslice.health import xid_policy_from_env
-from gpuslice.health.loop import HealthLoop, build_health_loop
+from gpuslice.health.loop import HealthLoop
 from gpuslice.plugin.kubelet_watch import KUBELET_POLL_S, KubeletWatcher
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.metrics import MetricsServer, PluginMetrics
@@ -64,6 +59,7 @@ class PluginRuntime:
         self.health_loop = health_loop
         self.metrics = metrics or PluginMetrics()
         self.metrics.watch_devices(lambda: device_counts(self.manager))
+        self.metrics.watch_streams(lambda: {s.resource_name: s.service.open_streams for s in self.manager.servers})
         self.metrics_server: MetricsServer | None = None
         if metrics_port is not None:
             try:
@@ -148,37 +144,3 @@ class PluginRuntime:
         self.metrics.registered(names)
         if self.watcher is not None and self.watcher.registrations > 1:
             self.metrics.kubelet_restarted()
-
-
-def build_runtime(
-    manager: PluginManager,
-    backend: Backend,
-    node: Node,
-    config: Config,
-    environ: Mapping[str, str],
-    *,
-    metrics: PluginMetrics | None = None,
-    metrics_port: int | None = None,
-    metrics_address: str = "",
-    health_poll_s: float = HEALTH_FILE_POLL_S,
-    kubelet_poll_s: float = KUBELET_POLL_S,
-) -> PluginRuntime:
-    """The runtime of `gpuslice plugin`: the backend's health source under the DP_*_HEALTHCHECKS rules from
-    `environ`, recovery as `gpuslice.healthRecovery` says, and metrics on `metrics_port` when given.
-
-    Pass the same `metrics` that the manager got as its observer, so allocations and streams are counted.
-    `metrics_address`: the address to bind ("" is every address).
-    """
-    metrics = metrics or PluginMetrics()
-    xids = xid_policy_from_env(environ)
-    loop = build_health_loop(
-        backend, node, manager.health, xids, config.gpuslice.health_recovery, metrics, health_poll_s
-    )
-    return PluginRuntime(
-        manager,
-        health_loop=loop,
-        metrics=metrics,
-        metrics_port=metrics_port,
-        metrics_address=metrics_address,
-        poll_interval_s=kubelet_poll_s,
-    )

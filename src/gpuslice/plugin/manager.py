@@ -22,26 +22,34 @@ AllocatorFactory = Callable[[Resource, HealthStore, AllocateOptions | None, Whol
 
 
 class PluginExtension(Protocol):
-    """Something that lives as long as the plugin (dynamic MIG, say) and builds the allocators.
+    """Something that lives as long as the plugin (dynamic MIG, say) and may build some allocators.
 
     `start()` runs before the first server starts, `stop()` after the last one stopped; a kubelet
-    restart (`reregister`) or a reload (`update`) touches neither.
+    restart (`reregister`) or a reload (`update`) touches neither. `allocator_for` answers the
+    resources it serves and None for the others (the next extension, then the manager's factory, build
+    those).
     """
 
     def start(self) -> object: ...
 
     def stop(self) -> None: ...
 
-    @property
-    def allocator_for(self) -> AllocatorFactory: ...
+    def allocator_for(
+        self,
+        resource: Resource,
+        health: HealthStore,
+        options: AllocateOptions | None,
+        whole_gpu_rule: WholeGpuRule | None,
+    ) -> Allocator | None: ...
 
 
 class PluginManager:
     """The device plugin for one node: a ResourceServer per resource, all registered with one kubelet.
 
     `kubelet_socket=None` serves without registering (NVIDIA's empty --kubelet-socket); sockets then go
-    to `socket_dir`. The kubelet watcher calls `reregister()` after a kubelet restart and the health
-    loop `set_health()`; both are safe from any thread.
+    to `socket_dir`. Each resource's allocator comes from the first of `extensions` that serves it, else
+    from `allocator_factory` (StaticAllocator by default). The kubelet watcher calls `reregister()`
+    after a kubelet restart and the health loop `set_health()`; both are safe from any thread.
     """
 
     def __init__(
@@ -54,7 +62,8 @@ class PluginManager:
         socket_dir: str | Path | None = None,
         observer: PluginObserver | None = None,
         workers: int = DEFAULT_WORKERS,
-        extension: PluginExtension | None = None,
+        extensions: Sequence[PluginExtension] = (),
+        allocator_factory: AllocatorFactory = StaticAllocator,
     ) -> None:
         self.resources = tuple(resources)
         self.health = health
@@ -66,17 +75,15 @@ class PluginManager:
         self._whole_gpu_rule = whole_gpu_rule
         self._observer = observer
         self._workers = workers
-        self._extension = extension
-        self._allocator_factory: AllocatorFactory = (
-            extension.allocator_for if extension is not None else StaticAllocator
-        )
-        self._extension_started = False
+        self._extensions = tuple(extensions)
+        self._allocator_factory = allocator_factory
+        self._extensions_started: list[PluginExtension] = []
         self._servers: list[ResourceServer] = []
         self._lock = threading.RLock()
 
     @property
-    def extension(self) -> PluginExtension | None:
-        return self._extension
+    def extensions(self) -> tuple[PluginExtension, ...]:
+        return self._extensions
 
     @property
     def servers(self) -> tuple[ResourceServer, ...]:
@@ -96,9 +103,10 @@ class PluginManager:
         with self._lock:
             if self._servers:
                 return
-            if self._extension is not None and not self._extension_started:
-                self._extension.start()
-                self._extension_started = True
+            for extension in self._extensions:
+                if extension not in self._extensions_started:
+                    extension.start()
+                    self._extensions_started.append(extension)
             try:
                 for resource in self.resources:
                     self._servers.append(self._serve(resource))
@@ -110,11 +118,18 @@ class PluginManager:
                 log.warning("no devices to advertise; nothing is served")
 
     def _serve(self, resource: Resource) -> ResourceServer:
-        allocator = self._allocator_factory(resource, self.health, self._options, self._whole_gpu_rule)
+        allocator = self._allocator(resource)
         service = ResourceService(allocator, self._observer)
         server = ResourceServer(service, self.socket_dir, self._workers)
         server.start()
         return server
+
+    def _allocator(self, resource: Resource) -> Allocator:
+        for extension in self._extensions:
+            allocator = extension.allocator_for(resource, self.health, self._options, self._whole_gpu_rule)
+            if allocator is not None:
+                return allocator
+        return self._allocator_factory(resource, self.health, self._options, self._whole_gpu_rule)
 
     def _register_all(self) -> None:
         if self.kubelet_socket is None:
@@ -181,12 +196,16 @@ class PluginManager:
             return tuple(changed)
 
     def stop(self) -> None:
-        """Stop every server and remove the sockets we created, then the extension. Idempotent."""
+        """Stop every server and remove the sockets we created, then the extensions (last started first).
+        Idempotent."""
         with self._lock:
             self._stop_servers()
-            if self._extension is not None and self._extension_started:
-                self._extension_started = False
-                self._extension.stop()
+            started, self._extensions_started = self._extensions_started, []
+            for extension in reversed(started):
+                try:
+                    extension.stop()
+                except Exception:  # one failing extension must not keep the others running
+                    log.exception("stopping extension %r failed", extension)
 
     def _stop_servers(self) -> None:
         servers, self._servers = self._servers, []

@@ -23,6 +23,7 @@ PREFIX = "gpuslice_plugin"
 ALLOCATE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 DeviceCounts = Callable[[], Mapping[str, tuple[int, int]]]  # resource -> (advertised, healthy)
+StreamCounts = Callable[[], Mapping[str, int]]  # resource -> open ListAndWatch streams
 Probe = Callable[[], tuple[bool, str]]  # (ok, why)
 _TEXT = "text/plain; charset=utf-8"
 # name, help, label names: the counters, in the order they are exported
@@ -54,7 +55,7 @@ class _Histogram:
 
 
 class PluginMetrics:
-    """Every metric of one plugin process. It is the plugin's PluginObserver (allocations, streams) and
+    """Every metric of one plugin process. It is the plugin's PluginObserver (allocations) and
     HealthObserver (events), and the lifecycle reports registrations to it.
 
     Values are kept in plain Python (a lock, dicts and ints): a plugin started without a metrics port never
@@ -71,8 +72,8 @@ class PluginMetrics:
             if not labels:  # an unlabelled counter exists (at 0) from the start, as Prometheus' own does
                 self._counters[name][()] = [0, time.time()]
         self._latency: dict[str, _Histogram] = {}
-        self._streams: dict[str, int] = {}
         self._device_counts: DeviceCounts | None = None
+        self._stream_counts: StreamCounts | None = None
         self._registry: CollectorRegistry | None = None
 
     def _count(self, name: str, labels: tuple[str, ...], amount: float = 1) -> None:
@@ -98,6 +99,10 @@ class PluginMetrics:
         """Export advertised/healthy device gauges computed by `counts` at every scrape."""
         self._device_counts = counts
 
+    def watch_streams(self, counts: StreamCounts) -> None:
+        """Export the open-stream gauge from `counts` at every scrape (the servers' own count, not a copy)."""
+        self._stream_counts = counts
+
     # PluginObserver -----------------------------------------------------------------------------
 
     def allocated(self, resource: str, containers: int, seconds: float) -> None:
@@ -116,14 +121,6 @@ class PluginMetrics:
 
     def allocation_failed(self, resource: str, error: AllocationError) -> None:
         self._count("allocation_errors", (resource, type(error).__name__))
-
-    def stream_opened(self, resource: str) -> None:
-        with self._lock:
-            self._streams[resource] = self._streams.get(resource, 0) + 1
-
-    def stream_closed(self, resource: str) -> None:
-        with self._lock:
-            self._streams[resource] = self._streams.get(resource, 0) - 1
 
     # HealthObserver ------------------------------------------------------------------------------
 
@@ -159,7 +156,6 @@ class PluginMetrics:
                 name: {labels: list(cell) for labels, cell in cells.items()} for name, cells in self._counters.items()
             }
             latency = {resource: (list(h.buckets), h.total, h.created) for resource, h in self._latency.items()}
-            streams = dict(self._streams)
         found: list[Metric] = []
         for name, text, labels in _COUNTERS:
             family = CounterMetricFamily(f"{PREFIX}_{name}", text, labels=list(labels))
@@ -177,6 +173,7 @@ class PluginMetrics:
                     histogram.add_sample(f"{PREFIX}_allocate_seconds_created", {"resource": resource}, created)
                 found.append(histogram)
         gauge = GaugeMetricFamily(f"{PREFIX}_list_and_watch_streams", "Open ListAndWatch streams", labels=["resource"])
+        streams = self._stream_counts() if self._stream_counts is not None else {}
         for resource, open_streams in sorted(streams.items()):
             gauge.add_metric([resource], open_streams)
         found.append(gauge)

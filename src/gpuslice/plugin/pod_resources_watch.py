@@ -12,8 +12,7 @@ from typing import Any
 import grpc
 
 from gpuslice.plugin.dynamic_settings import ADMISSION_GRACE_S, RELEASE_POLL_S
-from gpuslice.sharing.dynamic.geometry import Holding
-from gpuslice.sharing.dynamic.runtime import DynamicMig, InUse
+from gpuslice.sharing.dynamic import DynamicMig, Holding, InUse
 from gpuslice.wire import podresources_grpc, podresources_pb2
 
 log = logging.getLogger("gpuslice.plugin.dynamic_mig")

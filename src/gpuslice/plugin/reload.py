@@ -18,9 +18,8 @@ from gpuslice.plugin.compat import CompatOptions
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.server import PluginStartError, RegistrationError
 from gpuslice.plugin.upkeep import NodeUpkeep, ServedConfig, served_config
-from gpuslice.sharing import SharingError, SharingPlan, is_dynamic
-from gpuslice.sharing.dynamic.geometry import is_slot_id
-from gpuslice.sharing.dynamic.plan import DYNAMIC
+from gpuslice.sharing import SharingError, is_dynamic
+from gpuslice.sharing.dynamic import DYNAMIC, placement_gpus
 
 log = logging.getLogger("gpuslice.plugin")
 
@@ -115,7 +114,7 @@ class ConfigReloader:
             )
         # Under dynamic MIG: the same GPUs and the same carved set give the same placements, so the
         # running geometry stays valid.
-        self._carved_now = _placement_gpus(self.served.plan) if is_dynamic(config) else frozenset()
+        self._carved_now = placement_gpus(self.served.plan) if is_dynamic(config) else frozenset()
 
     def _carved(self, config: Config, node: Node) -> frozenset[str]:
         return self._carved_now
@@ -137,11 +136,6 @@ class ConfigReloader:
         self.served, self.config_source = candidate, source
         log.info("reloaded %s: %s", source or "the defaults", ", ".join(changed) if changed else "nothing changed")
         return True
-
-
-def _placement_gpus(plan: SharingPlan) -> frozenset[str]:
-    """UUIDs of the GPUs whose placements the plan advertises: the GPUs the dynamic-MIG geometry carves."""
-    return frozenset(d.gpu.uuid for r in plan.resources for d in r.devices if is_slot_id(d.id))
 
 
 def _same_node(discovered: Node, served: Node, carved: frozenset[str]) -> Node:

@@ -1,12 +1,15 @@
 """Limits on what one gRPC client may ask of a resource server: open streams, request size, IDs per request.
 
-The service checks them inside its handlers (plugin.service) and gRPC enforces the size (server_options):
-no server interceptor, whose pipeline gRPC runs on every call."""
+The service checks them inside its handlers (plugin.service) and gRPC enforces the size (wire.server_options,
+the cap every server of ours has): no server interceptor, whose pipeline gRPC runs on every call."""
 
 from __future__ import annotations
 
+import contextlib
+import math
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from gpuslice.config.limits import MAX_DEVICES_PER_RESOURCE
@@ -15,8 +18,9 @@ from gpuslice.config.limits import MAX_DEVICES_PER_RESOURCE
 # leave room for a debugging client; beyond that a stream is refused, because each open one pins a
 # worker thread of the synchronous gRPC server.
 MAX_STREAMS_PER_RESOURCE = 8
-# The kubelet's own gRPC limit; a request for every device we may advertise is far smaller (see config.limits).
-MAX_REQUEST_BYTES = 4 << 20
+# How long after a Register returned the registration window stays open (StreamSlots): the kubelet opens
+# its stream as soon as its Register call has dialled us back.
+KUBELET_STREAM_WINDOW_S = 5.0
 # No request can sensibly name more devices than a resource advertises.
 MAX_IDS_PER_REQUEST = MAX_DEVICES_PER_RESOURCE
 # A pod with more containers than this cannot be stored by the API server (1.5 MiB objects) anyway.
@@ -24,11 +28,28 @@ MAX_CONTAINERS_PER_REQUEST = 1024
 
 
 class StreamSlots:
-    """Counts open ListAndWatch streams of one server; `take` fails at the cap instead of waiting."""
+    """The open ListAndWatch streams of one server: the one count of them (the cap, the metrics gauge).
 
-    def __init__(self, limit: int) -> None:
+    Outside a registration window `take` admits a stream while fewer than `limit` are open. In the
+    window, from the start of a Register until KUBELET_STREAM_WINDOW_S after it returned, `limit` more
+    are admitted: the kubelet opens its stream then, v1.32 never reopens a refused one, and we cannot
+    tell its stream from a local client's. So local clients that already hold every slot, or that race
+    the kubelet for a fresh server's slots (a kubelet restart gives us fresh servers), cannot lock it
+    out unless there are 2 x `limit` of them. Streams admitted in the window stay until they end; a
+    server registers once, so at most 2 x `limit` streams (`max_threads`) are ever open on it.
+    """
+
+    def __init__(
+        self,
+        limit: int,
+        window_s: float = KUBELET_STREAM_WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.limit = limit
+        self.window_s = window_s
+        self._clock = clock
         self._open = 0
+        self._window_end = -math.inf
         self._lock = threading.Lock()
 
     @property
@@ -36,10 +57,31 @@ class StreamSlots:
         with self._lock:
             return self._open
 
-    def take(self) -> Callable[[], None] | None:
-        """A release function (idempotent) for a new stream, or None when `limit` streams are open."""
+    @property
+    def max_threads(self) -> int:
+        """Handler threads the streams can pin at once: the cap and the window's extra room."""
+        return 2 * self.limit
+
+    @contextlib.contextmanager
+    def registration(self) -> Iterator[None]:
+        """Around a Register call: the window opens now and closes `window_s` after it returned (at once
+        if it failed)."""
         with self._lock:
-            if self._open >= self.limit:
+            self._window_end = math.inf
+        try:
+            yield
+        except BaseException:
+            with self._lock:
+                self._window_end = self._clock()
+            raise
+        with self._lock:
+            self._window_end = self._clock() + self.window_s
+
+    def take(self) -> Callable[[], None] | None:
+        """A release function (idempotent) for a new stream, or None when the streams are at the cap."""
+        with self._lock:
+            cap = 2 * self.limit if self._clock() <= self._window_end else self.limit
+            if self._open >= cap:
                 return None
             self._open += 1
         released = False
@@ -77,8 +119,3 @@ def request_problem(method: str, request: Any) -> str | None:
                 f"{method}: {count} {what}, over the limit of {MAX_IDS_PER_REQUEST} per request (MAX_IDS_PER_REQUEST)"
             )
     return None
-
-
-def server_options() -> list[tuple[str, int]]:
-    """gRPC server options: the request size cap (gRPC refuses a larger message with RESOURCE_EXHAUSTED)."""
-    return [("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]

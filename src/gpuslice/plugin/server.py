@@ -12,16 +12,15 @@ import grpc
 
 from gpuslice.fsutil.sockets import remove_own_socket, remove_stale_socket, socket_inode
 from gpuslice.plugin.naming import socket_name
-from gpuslice.plugin.rpc_limits import server_options
 from gpuslice.plugin.service import SERVICE_NAME, ResourceService
-from gpuslice.wire import API_VERSION, SOCKET_PATH_MAX, deviceplugin_grpc, deviceplugin_pb2
+from gpuslice.wire import API_VERSION, SOCKET_PATH_MAX, deviceplugin_grpc, deviceplugin_pb2, server_options
 
 log = logging.getLogger("gpuslice.plugin")
 
 # Workers for unary RPCs (Allocate, GetPreferredAllocation, the kubelet's dial-back during Register).
 # Each open ListAndWatch pins a worker of the synchronous server, so the pool holds these plus one per
-# stream the service's cap admits (rpc_limits.MAX_STREAMS_PER_RESOURCE by default): streams can never
-# take the unary share.
+# stream the service may hold (rpc_limits.StreamSlots.max_threads: the cap, and the registration window's
+# room for the kubelet's stream): streams can never take the unary share.
 # ThreadPoolExecutor creates threads lazily, so a generous pool costs nothing while idle.
 DEFAULT_WORKERS = 16
 SELF_DIAL_TIMEOUT_S = 5.0
@@ -58,6 +57,11 @@ class ResourceServer:
         return self.socket_path.name
 
     @property
+    def max_workers(self) -> int:
+        """The thread pool: the unary workers, and a thread for every stream the service may hold."""
+        return self._workers + self.service.streams.max_threads
+
+    @property
     def serving(self) -> bool:
         return self._server is not None
 
@@ -66,11 +70,15 @@ class ResourceServer:
         path = self.socket_path
         if len(os.fsencode(path)) > SOCKET_PATH_MAX:
             raise PluginStartError(f"socket path {path} is longer than {SOCKET_PATH_MAX} bytes")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_socket(path)
-        executor = ThreadPoolExecutor(
-            max_workers=self._workers + self.service.streams.limit, thread_name_prefix=f"gpuslice-{path.stem}"
-        )
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_socket(path)
+        except OSError as exc:  # e.g. not root and the kubelet's directory: say so, no traceback
+            raise PluginStartError(
+                f"{self.resource_name}: cannot use the socket directory {path.parent}: {exc.strerror or exc}; "
+                "give a writable one with --socket-dir"
+            ) from exc
+        executor = ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix=f"gpuslice-{path.stem}")
         server = grpc.server(executor, options=server_options())
         handlers = self.service.method_handlers()
         # registered methods are matched by gRPC's core; the generic handler answers the same by name
@@ -108,7 +116,8 @@ class ResourceServer:
             options=deviceplugin_pb2.DevicePluginOptions(get_preferred_allocation_available=True),
         )
         try:
-            with grpc.insecure_channel(f"unix:{kubelet_socket}") as channel:
+            # The registration window: the kubelet's stream, opened as Register dials us back, gets a slot.
+            with self.service.streams.registration(), grpc.insecure_channel(f"unix:{kubelet_socket}") as channel:
                 stub = deviceplugin_grpc.RegistrationStub(channel)  # type: ignore[no-untyped-call]
                 stub.Register(request, timeout=timeout_s, wait_for_ready=False)
         except grpc.RpcError as exc:

@@ -31,15 +31,14 @@ _PRE_START = deviceplugin_pb2.PreStartContainerResponse()
 
 
 class PluginObserver(Protocol):
-    """Hooks for metrics and logs (plugin.metrics plugs Prometheus in here); every method must be cheap."""
+    """Hooks for metrics and logs (plugin.metrics plugs Prometheus in here); every method must be cheap.
+
+    Open streams are not reported here: the service's StreamSlots is their one count (`open_streams`).
+    """
 
     def allocated(self, resource: str, containers: int, seconds: float) -> None: ...
 
     def allocation_failed(self, resource: str, error: AllocationError) -> None: ...
-
-    def stream_opened(self, resource: str) -> None: ...
-
-    def stream_closed(self, resource: str) -> None: ...
 
 
 class NullObserver:
@@ -51,17 +50,12 @@ class NullObserver:
     def allocation_failed(self, resource: str, error: AllocationError) -> None:
         pass
 
-    def stream_opened(self, resource: str) -> None:
-        pass
-
-    def stream_closed(self, resource: str) -> None:
-        pass
-
 
 class ResourceService:
     """Serves one resource through its Allocator. Refused requests become INVALID_ARGUMENT (a limit, a
     malformed message, a bad device ID, named), device failures INTERNAL; either way the server keeps
-    serving. At most `max_streams` ListAndWatch streams are open at once; more get RESOURCE_EXHAUSTED.
+    serving. At most `max_streams` ListAndWatch streams are open at once (twice that in the window around a
+    registration, so the kubelet always gets its stream: rpc_limits.StreamSlots); more get RESOURCE_EXHAUSTED.
 
     Allocate works on the wire bytes (see `method_handlers`). When the allocator's answers are
     repeatable, the serialized response of each request is remembered under the request's bytes, so a
@@ -180,19 +174,15 @@ class ResourceService:
                 if self._closed:
                     return
                 seen = self._generation
-            self._observer.stream_opened(self._name)
-            try:
+            yield self.current_list()
+            while True:
+                with self._changed:
+                    while not (self._closed or cancelled) and self._generation == seen:
+                        self._changed.wait()
+                    if self._closed or cancelled:
+                        return
+                    seen = self._generation
                 yield self.current_list()
-                while True:
-                    with self._changed:
-                        while not (self._closed or cancelled) and self._generation == seen:
-                            self._changed.wait()
-                        if self._closed or cancelled:
-                            return
-                        seen = self._generation
-                    yield self.current_list()
-            finally:
-                self._observer.stream_closed(self._name)
         finally:
             release()
 

@@ -94,6 +94,8 @@ class AdvertisedDevice:
     mig: MigInstance | None = None
     replica: int | None = None  # None for a device that is not shared
     sharing: SharingStrategy = "none"
+    # A dynamic-MIG placement (migStrategy: dynamic): `mig` is the planned instance, carved on Allocate.
+    dynamic: bool = False
 
     @property
     def isolation(self) -> Isolation:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # what the type checker sees; at run time __getattr__ below imports each on first use
+from gpuslice.exports import lazy_exports
+
+if TYPE_CHECKING:  # the one list of the generated modules; at run time each is imported on first use
     from gpuslice.wire.generated.deviceplugin.v1beta1 import api_pb2 as deviceplugin_pb2
     from gpuslice.wire.generated.deviceplugin.v1beta1 import api_pb2_grpc as deviceplugin_grpc
     from gpuslice.wire.generated.dra.v1 import api_pb2 as dra_v1_pb2
@@ -22,20 +22,7 @@ if TYPE_CHECKING:  # what the type checker sees; at run time __getattr__ below i
 
 # Each generated module is imported on first use: a process loads only the APIs it speaks (the device
 # plugin none of DRA's), and each costs start-up time to build its message classes.
-_GENERATED = {
-    "deviceplugin_pb2": "gpuslice.wire.generated.deviceplugin.v1beta1.api_pb2",
-    "deviceplugin_grpc": "gpuslice.wire.generated.deviceplugin.v1beta1.api_pb2_grpc",
-    "dra_v1_pb2": "gpuslice.wire.generated.dra.v1.api_pb2",
-    "dra_v1_grpc": "gpuslice.wire.generated.dra.v1.api_pb2_grpc",
-    "dra_v1beta1_pb2": "gpuslice.wire.generated.dra.v1beta1.api_pb2",
-    "dra_v1beta1_grpc": "gpuslice.wire.generated.dra.v1beta1.api_pb2_grpc",
-    "drahealth_pb2": "gpuslice.wire.generated.drahealth.v1alpha1.api_pb2",
-    "drahealth_grpc": "gpuslice.wire.generated.drahealth.v1alpha1.api_pb2_grpc",
-    "pluginregistration_pb2": "gpuslice.wire.generated.pluginregistration.v1.api_pb2",
-    "pluginregistration_grpc": "gpuslice.wire.generated.pluginregistration.v1.api_pb2_grpc",
-    "podresources_pb2": "gpuslice.wire.generated.podresources.v1.api_pb2",
-    "podresources_grpc": "gpuslice.wire.generated.podresources.v1.api_pb2_grpc",
-}
+_GENERATED, __getattr__ = lazy_exports(__name__)
 
 API_VERSION = "v1beta1"
 HEALTHY = "Healthy"
@@ -43,32 +30,24 @@ UNHEALTHY = "Unhealthy"
 DEFAULT_KUBELET_SOCKET = "/var/lib/kubelet/device-plugins/kubelet.sock"
 DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
 SOCKET_PATH_MAX = 107  # a Unix socket path: sun_path holds 108 bytes including the terminating NUL
+# The kubelet's own gRPC message limit, and the most any of our servers (device plugin, DRA) accepts in one
+# request; a request for every device we may advertise is far smaller (see config.limits).
+MAX_REQUEST_BYTES = 4 << 20
+
+
+def server_options() -> list[tuple[str, int]]:
+    """gRPC server options: the request size cap (gRPC refuses a larger message with RESOURCE_EXHAUSTED)."""
+    return [("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
+
 
 __all__ = [
+    *_GENERATED,
     "API_VERSION",
     "DEFAULT_KUBELET_SOCKET",
     "DEFAULT_POD_RESOURCES_SOCKET",
     "HEALTHY",
+    "MAX_REQUEST_BYTES",
+    "SOCKET_PATH_MAX",
     "UNHEALTHY",
-    "deviceplugin_grpc",
-    "deviceplugin_pb2",
-    "dra_v1_grpc",
-    "dra_v1_pb2",
-    "dra_v1beta1_grpc",
-    "dra_v1beta1_pb2",
-    "drahealth_grpc",
-    "drahealth_pb2",
-    "pluginregistration_grpc",
-    "pluginregistration_pb2",
-    "podresources_grpc",
-    "podresources_pb2",
+    "server_options",
 ]
-
-
-def __getattr__(name: str) -> ModuleType:
-    target = _GENERATED.get(name)
-    if target is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = importlib.import_module(target)
-    globals()[name] = module
-    return module

@@ -6,12 +6,12 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuslice.gpu.units import MILLI
 from gpuslice.sim.core.clusters import parse_cluster
 from gpuslice.sim.core.engine import Engine
 from gpuslice.sim.core.model import ClusterSpec, JobSpec, PodSpec
 from gpuslice.sim.core.runs import JobStatus
 from gpuslice.sim.policies import POLICIES, make_policy
+from gpuslice.units import MILLI
 
 GPU_AMOUNTS = [0, 0.25, 0.5, 0.75, 1, 2, 3, 4, 8]
 

@@ -53,3 +53,33 @@ def test_the_band_is_skipped_on_a_trace_with_extension_physics() -> None:
     weighted = type(trace)(trace.name, trace.cluster, trace.jobs, physics=TracePhysics(tenant_weights={"a": 1.0}))
     assert band_check(trace, result, 0.3).verdict is Verdict.PASS
     assert band_check(weighted, result, 0.3).verdict is Verdict.SKIP
+
+
+# Every job at t=0 or t=1 (a burst): the arrival span is 1 s, so W / (C A) is thousands of percent, but each
+# job runs its full duration after its submit, so the window is at least 1 + 3600 s.
+BURST_TRACE = """# cluster: 2xh100x4
+job_id,submit,duration,pods,gpu
+a,0,3600,1,2
+b,0,3600,1,2
+c,1,3600,1,2
+"""
+
+
+def test_the_band_can_fail_from_above_on_a_bursty_trace(tmp_path: Path) -> None:
+    import dataclasses
+
+    from gpuslice.sim.experiments.lab import utilization_band
+
+    path = tmp_path / "burst.csv"
+    path.write_text(BURST_TRACE)
+    trace = resolve_trace(str(path), 0)
+    result = compare(trace, ("first-fit",), SimConfig()).results[0]
+    band = utilization_band(trace, result, 0.0)
+    assert not isinstance(band, str)
+    # W = 3 jobs x 2 GPUs x 3600 s on C = 8 GPUs (W / (C A) = 270,000 %); the shortest window is 1 + 3600 s,
+    # which this run attains (all three run at once), so its goodput sits on the bound
+    assert band.high == 3 * 2 * 3600 / (8 * 3601)
+    assert abs(result.gpu_goodput - band.high) < 1e-9
+    assert band_check(trace, result, 0.0).verdict is Verdict.PASS
+    too_high = dataclasses.replace(result, gpu_goodput=band.high * 1.01)
+    assert band_check(trace, too_high, 0.0).verdict is Verdict.FAIL

@@ -55,3 +55,18 @@ def test_seeds_give_mean_and_sd_in_the_table_and_the_json() -> None:
     assert data["mean_sd"][0]["wait_p99"] == {"mean": round(spread.mean, 6), "sd": round(spread.sd, 6)}
     assert spread.sd > 0  # the seeds draw different traces
     assert "seeds 0-2, mean ± sd" in result.stderr and " ± " in result.stderr
+
+
+def test_every_mean_and_sd_share_one_precision_and_unit() -> None:
+    import re
+
+    result = CliRunner().invoke(
+        cli,
+        ["sim", "compare", "--trace", "synthetic:jobs=200,nodes=8", "--policies", "first-fit,gang", "--seeds", "0-2"],
+    )
+    assert result.exit_code == 0, result.output
+    pairs = re.findall(r"(\d+(?:\.(\d+))?) ± (\d+(?:\.(\d+))?)( %| s| min| h)?", result.stdout)
+    assert len(pairs) >= 20
+    for _, mean_decimals, _, sd_decimals, _ in pairs:
+        assert len(mean_decimals) == len(sd_decimals)
+    assert not re.search(r"[0-9] (s|min|h) ± ", result.stdout)  # one unit after both numbers, not one each

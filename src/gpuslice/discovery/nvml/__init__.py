@@ -26,13 +26,4 @@ if TYPE_CHECKING:
     from gpuslice.discovery.nvml.library import NvmlUnavailable as NvmlUnavailable
     from gpuslice.discovery.nvml.mig import NvmlMigControl as NvmlMigControl
 
-__all__, __getattr__ = lazy_exports(
-    __name__,
-    {
-        "gpuslice.discovery.capabilities": ("MigControlError",),
-        "gpuslice.discovery.nvml.backend": ("NvmlBackend", "PairFacts", "cuda_version_text", "mig_profile_name"),
-        "gpuslice.discovery.nvml.health": ("NVML_PROBE_INTERVAL_S", "NVML_QUIET_S", "NvmlHealthSource", "NvmlProbe"),
-        "gpuslice.discovery.nvml.library": ("NvmlDiscoveryError", "NvmlLibrary", "NvmlSession", "NvmlUnavailable"),
-        "gpuslice.discovery.nvml.mig": ("NvmlMigControl",),
-    },
-)
+__all__, __getattr__ = lazy_exports(__name__)

@@ -12,15 +12,9 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from gpuslice.discovery.backend import Backend
-from gpuslice.discovery.capabilities import HealthSource, MigControl, Prober
-from gpuslice.discovery.hostpath import (
-    MigMinors,
-    load_mig_minors,
-    normalize_bus_id,
-    read_machine_type,
-    read_numa_node,
-    read_pci_class,
-)
+from gpuslice.discovery.capabilities import HealthSource, MigControl, Prober, TimeSliceControl
+from gpuslice.discovery.hostpath import normalize_bus_id, read_dmi_machine_type, read_numa_node, read_pci_class
+from gpuslice.discovery.mig_minors import MIG_MINORS_FILE, MigMinors, load_mig_minors
 from gpuslice.discovery.nvml.fabric import fabric_info
 from gpuslice.discovery.nvml.health import NvmlHealthSource, NvmlProbe
 from gpuslice.discovery.nvml.library import (
@@ -42,6 +36,7 @@ from gpuslice.discovery.nvml.library import (
     error_code,
 )
 from gpuslice.discovery.nvml.mig import NvmlMigControl
+from gpuslice.discovery.timeslice import NvidiaSmiTimeSlice
 from gpuslice.discovery.xid import DEFAULT_IGNORED_XIDS, XidEvent, instance_id
 from gpuslice.gpu import ComputeCapability, Gpu, MigCatalogue, MigInstance, Node, catalogue_for
 
@@ -76,7 +71,8 @@ def mig_profile_name(gi_slices: int, ci_slices: int, memory_mib: int, total_memo
 class NvmlBackend(Backend):
     """Discovers the node through NVML; `library` defaults to nvidia-ml-py, tests pass a fake.
 
-    Capabilities: NVML's Xid event stream as health source, the NVML recovery probe, MIG control.
+    Capabilities: NVML's Xid event stream as health source, the NVML recovery probe, MIG control,
+    nvidia-smi's time-slice control; `close()` shuts NVML down (any later call opens it again).
     """
 
     name = "nvml"
@@ -89,6 +85,9 @@ class NvmlBackend(Backend):
 
     def mig_control(self, node: Node) -> MigControl | None:
         return NvmlMigControl(self)
+
+    def timeslice_control(self) -> TimeSliceControl | None:
+        return NvidiaSmiTimeSlice()
 
     def __init__(
         self,
@@ -121,6 +120,7 @@ class NvmlBackend(Backend):
             self._open = True
 
     def close(self) -> None:
+        """nvmlShutdown, once per nvmlInit."""
         with self._lock:
             if self._open:
                 self._open = False
@@ -132,13 +132,13 @@ class NvmlBackend(Backend):
         minors = load_mig_minors(self.driver_root)
         gpus = tuple(self._gpu(index, minors) for index in range(self._system("nvmlDeviceGetCount")))
         if any(g.mig_instances for g in gpus) and not minors.from_file:
-            self._warn("proc/driver/nvidia-caps/mig-minors not found under the driver root; assumed standard minors")
+            self._warn(f"{MIG_MINORS_FILE} not found under the driver root; assumed standard minors")
         return Node(
             name=self.node_name,
             gpus=gpus,
             driver_version=_text(self._system("nvmlSystemGetDriverVersion")),
             cuda_driver_version=cuda_version_text(self._system("nvmlSystemGetCudaDriverVersion")),
-            machine_type=read_machine_type(self.driver_root),
+            machine_type=read_dmi_machine_type(self.driver_root),
             extra={"backend": self.name},
         )
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from gpuslice.fgd.shapes import Shape, TypicalTasks
 from gpuslice.fgd.state import OpenbCluster
-from gpuslice.gpu.units import MILLI
+from gpuslice.units import MILLI
 
 MAX_SPEC_CPU = 128_000
 MAX_SPEC_GPU = 8_000

@@ -16,7 +16,7 @@ import numpy.typing as npt
 from gpuslice.fgd.policies.base import MAX_SCORE, Placement, PolicyContext, argmax_or_none, lowest_full_gpus
 from gpuslice.fgd.shapes import Shape
 from gpuslice.fgd.state import OpenbCluster, StateTable
-from gpuslice.gpu.units import MILLI
+from gpuslice.units import MILLI
 
 UNKNOWN = -2
 INFEASIBLE = -1

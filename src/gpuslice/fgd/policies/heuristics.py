@@ -16,7 +16,7 @@ from gpuslice.fgd.policies.base import (
     lowest_full_gpus,
 )
 from gpuslice.fgd.shapes import Shape
-from gpuslice.gpu.units import MILLI
+from gpuslice.units import MILLI
 
 NO_FIT = 1 << 40  # larger than any free milli: "this GPU does not fit"
 
@@ -156,7 +156,7 @@ class PackingPolicy(_BestFitGpuPolicy):
 class BestFitPolicy(_BestFitGpuPolicy):
     """§5.5 BestFit: least weighted leftover (CPU/128000, GPU/8000) wins, min-max normalised to 0-100."""
 
-    name = "bestfit"
+    name = "best-fit"
 
     def scores(self, shape: Shape, feasible: np.ndarray) -> np.ndarray:
         cluster = self.cluster

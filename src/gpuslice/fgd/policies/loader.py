@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from gpuslice.entrypoints import LoadError, load_object
 from gpuslice.fgd.policies.base import OpenbPolicy, PolicyContext
+from gpuslice.fgd.policies.checked import CheckedFactory
 
 # Installed packages declare openb policies in this group, e.g. in pyproject.toml:
 #   [project.entry-points."gpuslice.fgd.policies"]
@@ -41,10 +42,12 @@ def load_openb_policy(reference: str) -> tuple[str, Factory]:
 
 
 def register_openb_policy(reference: str, registry: dict[str, Factory]) -> str:
-    """Load `reference` and add it to `registry` under its name; a name already taken by another class is refused."""
+    """Load `reference` and add it to `registry` under its name, behind the guard that checks its answers
+    (policies.checked); a name already taken by another class is refused, the same class again is a no-op."""
     name, factory = load_openb_policy(reference)
     known = registry.get(name)
-    if known is not None and known is not factory:
+    if known is not None and getattr(known, "wrapped", known) is not factory:
         raise OpenbPolicyLoadError(f"policy name {name!r} is taken by {getattr(known, '__qualname__', known)!r}")
-    registry[name] = factory
+    if known is None:
+        registry[name] = CheckedFactory(factory, name)
     return name

@@ -1,25 +1,22 @@
-"""The dynamic-MIG checkpoint: held placements on disk, written atomically, versioned and checksummed."""
+"""The dynamic-MIG checkpoint: held placements in the one checkpoint envelope (gpuslice.fsutil.checkpoint)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from gpuslice.fsutil.atomic import atomic_write_text
-from gpuslice.fsutil.textread import InputFileError, read_bounded_text
+from gpuslice.fsutil.atomic import leftover_temp_files
+from gpuslice.fsutil.checkpoint import CORRUPT_SUFFIX as CORRUPT_SUFFIX  # where the plugin's callers know it
+from gpuslice.fsutil.checkpoint import CheckpointFormat, CheckpointUnusable, digest, set_aside
 from gpuslice.gpu import MigInstance
 from gpuslice.sharing.dynamic.geometry import Holding
 
 KIND = "gpuslice/dynamic-mig-checkpoint"
-VERSION = 1
+VERSION = 2  # 1: node inside data, checksum over data only (read and upgraded)
 FILE_NAME = "gpuslice_dynamic_mig_checkpoint"  # beside the plugin sockets: the kubelet's wipe keeps regular files
-CORRUPT_SUFFIX = ".corrupt"
 # A holding is ~400 bytes and a node has at most a few hundred placements: 4 MiB is ample, and bounded.
 MAX_CHECKPOINT_BYTES = 4 << 20
 
@@ -35,64 +32,47 @@ _HOLDING_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 _MIG_FIELDS = {f.name: (str if f.type == "str" else int) for f in fields(MigInstance)}
 
-
-class MigCheckpointError(ValueError):
-    """A checkpoint that must not be trusted (unreadable, corrupt, unknown version, wrong checksum)."""
-
-
-def checksum(data: Mapping[str, Any]) -> str:
-    """sha256 of the canonical JSON of `data` (sorted keys, no spaces), as 'sha256:<hex>'."""
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+# The envelope's own error: the runtime and the plugin catch it under the name they always used.
+MigCheckpointError = CheckpointUnusable
 
 
-def encode(holdings: Iterable[Holding], node_name: str) -> dict[str, Any]:
-    """The document for `holdings`: {kind, version, checksum, data: {node, holdings: [...]}}."""
-    data = {"node": node_name, "holdings": [_holding_dict(h) for h in sorted(holdings, key=lambda h: h.slot_id)]}
-    return {"kind": KIND, "version": VERSION, "checksum": checksum(data), "data": data}
-
-
-def decode(document: Any, node_name: str | None = None) -> tuple[Holding, ...]:
-    """Holdings from a document; MigCheckpointError naming the key when anything is off."""
-    if not isinstance(document, dict):
-        raise MigCheckpointError("not a JSON object")
-    if document.get("kind") != KIND:
-        raise MigCheckpointError(f"kind is {document.get('kind')!r}, expected {KIND!r}")
-    if document.get("version") != VERSION:
-        raise MigCheckpointError(f"unknown version {document.get('version')!r} (this plugin reads version {VERSION})")
+def _upgrade_v1(document: dict[str, Any]) -> dict[str, Any]:
+    """Version 1: `{kind, version, checksum, data: {node, holdings}}`, the checksum over data alone."""
     data = document.get("data")
     if not isinstance(data, dict):
         raise MigCheckpointError("data: missing or not an object")
-    if document.get("checksum") != checksum(data):
-        raise MigCheckpointError(f"checksum mismatch: recorded {document.get('checksum')!r}, content {checksum(data)}")
-    if node_name is not None and data.get("node") != node_name:
-        raise MigCheckpointError(f"data.node: written by node {data.get('node')!r}, this is {node_name!r}")
-    entries = data.get("holdings")
-    if not isinstance(entries, list):
-        raise MigCheckpointError("data.holdings: missing or not a list")
-    return tuple(_holding(entry, f"data.holdings[{i}]") for i, entry in enumerate(entries))
+    if document.get("checksum") != digest(data):
+        raise MigCheckpointError(f"checksum mismatch: recorded {document.get('checksum')!r}, content {digest(data)}")
+    node = data.get("node")
+    if not isinstance(node, str):
+        raise MigCheckpointError(f"data.node: {node!r} is not a node name")
+    return MIG_CHECKPOINT_FORMAT.seal(node, {"holdings": data.get("holdings")}, version=2)
 
 
-def write_checkpoint(path: Path, document: Mapping[str, Any]) -> None:
-    """Write atomically (gpuslice.fsutil), mode 0600: the checkpoint is the plugin's own state, not for others."""
-    atomic_write_text(path, json.dumps(document, indent=1, sort_keys=True), mode=0o600)
+MIG_CHECKPOINT_FORMAT = CheckpointFormat(
+    KIND, VERSION, "data", "dynamic MIG checkpoint", MAX_CHECKPOINT_BYTES, {1: _upgrade_v1}
+)
+
+
+def encode_holdings(holdings: Iterable[Holding], node_name: str) -> dict[str, Any]:
+    """The sealed document for `holdings`: {kind, version, node, checksum, data: {holdings: [...]}}."""
+    return MIG_CHECKPOINT_FORMAT.seal(node_name, _body(holdings))
+
+
+def decode_holdings(document: Any, node_name: str | None = None) -> tuple[Holding, ...]:
+    """Holdings from a document (any version read); MigCheckpointError naming the key when anything is off."""
+    return _holdings(MIG_CHECKPOINT_FORMAT.open(document, node_name))
+
+
+def write_checkpoint(path: Path, holdings: Iterable[Holding], node_name: str) -> None:
+    """Write atomically, mode 0600 (gpuslice.fsutil.checkpoint)."""
+    MIG_CHECKPOINT_FORMAT.write(path, node_name, _body(holdings))
 
 
 def read_checkpoint(path: Path, node_name: str | None = None) -> tuple[Holding, ...] | None:
     """The recorded holdings, None when there is no file, MigCheckpointError when it cannot be trusted."""
-    try:
-        text = read_bounded_text(path, "dynamic MIG checkpoint", MAX_CHECKPOINT_BYTES)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise MigCheckpointError(f"cannot read: {exc.strerror or exc}") from exc
-    except InputFileError as exc:  # random bytes or a runaway file: as untrustworthy as bad JSON
-        raise MigCheckpointError(str(exc)) from exc
-    try:
-        document = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # RecursionError: thousands of nested brackets
-        raise MigCheckpointError(f"not valid JSON: {exc}") from exc
-    return decode(document, node_name)
+    data = MIG_CHECKPOINT_FORMAT.read(path, node_name)
+    return None if data is None else _holdings(data)
 
 
 def claimed_gpus(path: Path, node_name: str) -> frozenset[str]:
@@ -114,22 +94,36 @@ class MigCheckpoint:
 
     def save(self, holdings: Iterable[Holding]) -> None:
         with self._lock:
-            write_checkpoint(self.path, encode(holdings, self.node_name))
+            write_checkpoint(self.path, holdings, self.node_name)
 
     def load(self) -> tuple[Holding, ...] | None:
         """See read_checkpoint."""
         with self._lock:
             return read_checkpoint(self.path, self.node_name)
 
+    def remove_leftovers(self) -> list[Path]:
+        """Remove the temp files of writes a kill interrupted (`.<name>.<random>.tmp` beside the file)."""
+        with self._lock:
+            leftovers = leftover_temp_files(self.path)
+            for path in leftovers:
+                path.unlink(missing_ok=True)
+            return leftovers
+
     def quarantine(self) -> Path | None:
         """Move an untrusted file aside (`<name>.corrupt`) for inspection; returns where it went."""
         with self._lock:
-            target = self.path.with_name(self.path.name + CORRUPT_SUFFIX)
-            try:
-                os.replace(self.path, target)
-            except FileNotFoundError:
-                return None
-            return target
+            return set_aside(self.path)
+
+
+def _body(holdings: Iterable[Holding]) -> dict[str, Any]:
+    return {"holdings": [_holding_dict(h) for h in sorted(holdings, key=lambda h: h.slot_id)]}
+
+
+def _holdings(data: Any) -> tuple[Holding, ...]:
+    entries = data.get("holdings") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise MigCheckpointError("data.holdings: missing or not a list")
+    return tuple(_holding(entry, f"data.holdings[{i}]") for i, entry in enumerate(entries))
 
 
 def _holding_dict(holding: Holding) -> dict[str, Any]:

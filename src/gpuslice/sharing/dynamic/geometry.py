@@ -40,6 +40,7 @@ def slot_id(gpu_uuid: str, profile: MigProfile, start: int) -> str:
 
 
 def is_slot_id(device_id: str) -> bool:
+    """Whether `device_id` has the shape of a slot ID (for IDs from outside; a plan's device says `dynamic`)."""
     return SLOT_ID.fullmatch(device_id) is not None
 
 
@@ -127,7 +128,7 @@ class DynamicMigGeometry:
         self._slots: dict[str, Slot] = {}
         self._by_resource: dict[str, tuple[Slot, ...]] = {}
         for resource in resources:
-            slots = [self._to_slot(resource, device) for device in resource.devices if is_slot_id(device.id)]
+            slots = [self._to_slot(resource, device) for device in resource.devices if device.dynamic]
             if slots:
                 self._by_resource[resource.name] = tuple(slots)
                 self._slots.update((slot.id, slot) for slot in slots)
@@ -140,11 +141,11 @@ class DynamicMigGeometry:
 
     @staticmethod
     def _to_slot(resource: Resource, device: AdvertisedDevice) -> Slot:
-        match = SLOT_ID.fullmatch(device.id)
         catalogue = catalogue_for(device.gpu.product_name, device.gpu.memory_mib)
-        if match is None or catalogue is None:
+        planned = device.mig
+        if planned is None or catalogue is None:
             raise ValueError(f"{resource.name}: {device.id} is not a MIG placement of a MIG-capable GPU")
-        return _slot(device.gpu, catalogue, catalogue.profile(match[2]), int(match[3]), resource.name)
+        return _slot(device.gpu, catalogue, catalogue.profile(planned.profile), planned.placement_start, resource.name)
 
     # Queries -----------------------------------------------------------------------------------
 

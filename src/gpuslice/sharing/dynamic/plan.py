@@ -41,7 +41,9 @@ def slot_devices(gpus: Iterable[Gpu]) -> dict[str, tuple[str, list[AdvertisedDev
             entry = by_resource.setdefault(mig_resource_name(profile.name), (profile.name, []))
             for start in profile.starts:
                 planned = planned_instance(gpu, catalogue, profile, start)
-                entry[1].append(AdvertisedDevice(id=planned.uuid, physical_id=planned.uuid, gpu=gpu, mig=planned))
+                entry[1].append(
+                    AdvertisedDevice(id=planned.uuid, physical_id=planned.uuid, gpu=gpu, mig=planned, dynamic=True)
+                )
     return by_resource
 
 
@@ -112,6 +114,16 @@ def build_dynamic_plan(node: Node, config: Config, claimed: Collection[str] = ()
         )
     merged.extend(by_name.values())
     return SharingPlan(tuple(sorted(merged, key=_order)), base.warnings)
+
+
+def has_placements(plan: SharingPlan) -> bool:
+    """Whether the plan advertises dynamic MIG placements (then the plugin runs the dynamic-MIG runtime)."""
+    return any(device.dynamic for resource in plan.resources for device in resource.devices)
+
+
+def placement_gpus(plan: SharingPlan) -> frozenset[str]:
+    """UUIDs of the GPUs whose placements the plan advertises: the GPUs the dynamic-MIG geometry carves."""
+    return frozenset(d.gpu.uuid for r in plan.resources for d in r.devices if d.dynamic)
 
 
 def _order(resource: Resource) -> tuple[int, str]:

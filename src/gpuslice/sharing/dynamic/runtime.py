@@ -1,4 +1,8 @@
-"""Dynamic MIG on the device: claim placements (create + persist), free them (destroy + persist), resume."""
+"""The one MIG lifecycle: claim placements (create + persist), free them (destroy + persist), resume, restore.
+
+Both front ends use it: the device plugin's dynamic MIG (with its own checkpoint) and DRA's claims (whose
+checkpoint records the claims; `DynamicMig.over` without one).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from gpuslice.discovery import MigControl, MigControlError
 from gpuslice.gpu import MigInstance, catalogue_for
 from gpuslice.sharing.dynamic.checkpoint import MigCheckpoint, MigCheckpointError
 from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry, GeometryConflict, Holding, slot_id
+from gpuslice.sharing.model import Resource
 
 log = logging.getLogger("gpuslice.plugin.dynamic_mig")
 
@@ -56,6 +61,15 @@ class DynamicMig:
         self._device_lock = threading.Lock()  # one MIG create/destroy at a time: the driver serialises them too
         self._save_lock = threading.Lock()
 
+    @classmethod
+    def over(
+        cls, resources: Iterable[Resource], control: MigControl, checkpoint: MigCheckpoint | None = None
+    ) -> DynamicMig:
+        """The lifecycle of the dynamic placements in `resources`, listing live MIG devices on their GPUs."""
+        geometry = DynamicMigGeometry(resources)
+        gpu_indices = sorted(gpu.index for gpu in geometry.gpus)
+        return cls(geometry, control, checkpoint, lambda: control.live_instances(gpu_indices))
+
     def claim(self, device_ids: Sequence[str]) -> dict[str, MigInstance]:
         """Hold, create and persist every slot; SlotUnavailable or ClaimError leave nothing behind."""
         slots = self.geometry.reserve(device_ids)
@@ -86,9 +100,11 @@ class DynamicMig:
                     with self._device_lock:
                         self.control.destroy(holding.gpu_index, holding.mig.gi, holding.mig.ci)
                 except MigControlError as exc:
-                    log.error("cannot destroy %s for %s: %s; its slices stay held", holding.mig.uuid, holding.slot_id,
-                              exc)  # fmt: skip
-                    continue
+                    if not self._gone(holding.mig):
+                        log.error("cannot destroy %s for %s: %s; its slices stay held", holding.mig.uuid,
+                                  holding.slot_id, exc)  # fmt: skip
+                        continue
+                    log.warning("%s for %s was already gone from the GPU", holding.mig.uuid, holding.slot_id)
             released.extend(self.geometry.release([holding.slot_id]))
             log.info("released %s (%s)", holding.slot_id, holding.mig.uuid if holding.mig else "no MIG device")
         if released:
@@ -111,6 +127,8 @@ class DynamicMig:
         problem = None
         recorded = None
         if self.checkpoint is not None:
+            for leftover in self.checkpoint.remove_leftovers():
+                log.warning("removed %s, left by a checkpoint write that was killed", leftover)
             try:
                 recorded = self.checkpoint.load()
                 if recorded is not None:
@@ -122,15 +140,51 @@ class DynamicMig:
                           self.checkpoint.path, problem, where)  # fmt: skip
                 recorded = None
         source = "checkpoint" if recorded is not None else self._rebuild(lister)
-        live = self._live_instances()
-        orphans = 0
-        if live is not None:  # without a trustworthy inventory, leave the device alone
-            self._match_live(live)
-            orphans = self._destroy_orphans(live)
+        orphans = self.reconcile()
         self.save()
         report = ResumeReport(source, self.geometry.held_count, problem, orphans)
         log.info("dynamic MIG resumed from %s: %d placements held", source, report.held)
         return report
+
+    def reconcile(self, destroy_orphans: bool = True) -> int:
+        """Match the live MIG devices to the holdings (a holding whose device is gone keeps no device), and
+        destroy those on our GPUs that nothing holds; returns how many. Without an inventory: nothing.
+
+        `destroy_orphans=False` only logs them and returns how many there are: for a caller whose record
+        of what is ours cannot prove it (any writer of its file can name a GPU as ours).
+        """
+        live = self._live_instances()
+        if live is None:  # without a trustworthy inventory, leave the device alone
+            return 0
+        self._match_live(live)
+        if destroy_orphans:
+            return self._destroy_orphans(live)
+        orphans = self._orphans(live)
+        for mig, device_id in orphans:
+            log.warning("MIG device %s at %s is held by nothing; left alone", mig.uuid, device_id)
+        return len(orphans)
+
+    def recreate_lost(self) -> list[str]:
+        """Create again the device of every holding that has none (its GPU was reset, or the backend's
+        instances live in memory): a restore for holders whose containers expect the device. Returns problems."""
+        problems = []
+        for holding in self.geometry.holdings():
+            if holding.mig is not None:
+                continue
+            try:
+                with self._device_lock:
+                    mig = self.control.create(holding.gpu_index, holding.profile, holding.start)
+            except MigControlError as exc:
+                problems.append(f"cannot re-create the MIG device of {holding.slot_id}: {exc}")
+                continue
+            self.geometry.attach(holding.slot_id, mig)
+            log.info("re-created %s (%s) for %s", mig.uuid, holding.profile, holding.slot_id)
+        return problems
+
+    def _gone(self, mig: MigInstance) -> bool:
+        """True when the inventory says `mig` no longer exists (so there is nothing left to destroy)."""
+        live = self._live_instances()
+        return live is not None and all((m.parent_uuid, m.gi, m.ci) != (mig.parent_uuid, mig.gi, mig.ci) for m in live)
 
     def _rebuild(self, lister: Lister | None) -> str:
         self.geometry.restore(())
@@ -179,12 +233,14 @@ class DynamicMig:
                 log.warning("%s is held but its MIG device %s is gone from the GPU", holding.slot_id, holding.mig.uuid)
                 self.geometry.attach(holding.slot_id, None)
 
+    def _orphans(self, live: Sequence[MigInstance]) -> list[tuple[MigInstance, str]]:
+        """Live devices at a placement of ours that no holding holds, with that placement's ID."""
+        placed = ((mig, self._slot_of(mig)) for mig in live)
+        return [(mig, i) for mig, i in placed if i is not None and self.geometry.holding(i) is None]
+
     def _destroy_orphans(self, live: Sequence[MigInstance]) -> int:
         destroyed = 0
-        for mig in live:
-            device_id = self._slot_of(mig)
-            if device_id is None or self.geometry.holding(device_id) is not None:
-                continue
+        for mig, device_id in self._orphans(live):
             try:
                 with self._device_lock:
                     self.control.destroy(mig.parent_index, mig.gi, mig.ci)

@@ -7,8 +7,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from gpuslice.gpu.units import MILLI
 from gpuslice.sim.core.model import ClusterSpec, PodSpec
+from gpuslice.units import MILLI
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from gpuslice.gpu.units import MILLI
 from gpuslice.sim.core.cluster import ClusterState
 from gpuslice.sim.core.deadlock import find_deadlocked
 from gpuslice.sim.core.loop import EventLoop
@@ -18,6 +17,7 @@ from gpuslice.sim.core.placement import PlacementPolicy, first_fitting, place_al
 from gpuslice.sim.core.queue import PendingQueue, PriorityOrder, QueueOrder, Unit
 from gpuslice.sim.core.runs import Attempt, JobRun, JobStatus
 from gpuslice.sim.core.sections import ReportSection
+from gpuslice.units import MILLI
 
 _SUBMIT, _FINISH, _TIMER = 0, 1, 2
 

@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gpuslice.gpu.units import MILLI
 from gpuslice.sim.core.cluster import ClusterState, IntArray
 from gpuslice.sim.core.model import PodSpec
 from gpuslice.sim.core.runs import JobRun, JobStatus
 from gpuslice.sim.core.sections import ReportSection
+from gpuslice.units import MILLI
 
 FloatArray = npt.NDArray[np.float64]
 

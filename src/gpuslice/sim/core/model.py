@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpuslice.gpu import Gpu
-from gpuslice.gpu.units import MILLI
+from gpuslice.units import MILLI
 
 # Where a job's GPUs may be (JobSpec.topology): anywhere; every pod on one node; and on one node inside
 # one NVLink island of it (sim.extensions.constraints enforces them).

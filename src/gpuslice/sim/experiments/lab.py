@@ -12,9 +12,12 @@ When every admitted job completes, the work done over the run's window L (first 
 exactly W, so goodput = W / (C L). The window is at least A and at most A_all + (1 + penalty) d_max + w_max
 (A_all: the arrival span of every job, rejected included; the last job was submitted by the last arrival,
 waited at most the longest wait, ran at most its longest stretched duration), so
-W / (C (A_all + (1 + p) d_max + w_max)) <= goodput <= rho. It needs the plain engine's physics: on a trace
-with extension physics (checkpoints, NVLink slowdowns) or sharing tiers it is skipped, and a run in which an
-admitted job never completed fails it.
+W / (C (A_all + (1 + p) d_max + w_max)) <= goodput. From above the window is at least E = max_j (submit_j +
+d_j) - the first admitted submit (every job runs at least its own duration after its submit) and at least A,
+so goodput <= min(1, W / (C max(A, E))): a bound below 100 % even on a bursty trace, where rho is far above
+it (all jobs at one instant: A = 0), so a goodput too high for the work offered fails. It needs the plain
+engine's physics: on a trace with extension physics (checkpoints, NVLink slowdowns) or sharing tiers it is
+skipped, and a run in which an admitted job never completed fails it.
 """
 
 from __future__ import annotations
@@ -139,15 +142,16 @@ def utilization_band(trace: Trace, result: SimResult, penalty: float) -> Band | 
     jobs = [run.spec for run in admitted]
     submits = [job.submit for job in jobs]
     span = max(submits) - min(submits)
-    if span <= 0:
-        return "every job arrives at once: no arrival span"
     work = sum(job.gpus * job.duration for job in jobs)
-    rho = work / (trace.cluster.total_gpus * span)
+    shortest_window = max(span, max(job.submit + job.duration for job in jobs) - min(submits))
+    if shortest_window <= 0:
+        return "every job arrives at once and takes no time: no window"
+    high = min(1.0, work / (trace.cluster.total_gpus * shortest_window))
     longest = max(job.duration for job in jobs) * (1 + penalty)
     max_wait = float(result.waits.max()) if len(result.waits) else 0.0
     every = [job.submit for job in trace.jobs]
     span_all = max(every) - min(every)
-    return Band(work / (trace.cluster.total_gpus * (span_all + longest + max_wait)), rho)
+    return Band(work / (trace.cluster.total_gpus * (span_all + longest + max_wait)), high)
 
 
 def band_check(trace: Trace, result: SimResult, penalty: float) -> Check:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
+from gpuslice.executors import run_all
 from gpuslice.sim.core.engine import SimConfig
 from gpuslice.sim.experiments.compare import Comparison, ComparisonProgress, compare
 from gpuslice.sim.traces import resolve_trace
@@ -100,6 +102,30 @@ class SeedSweep:
         }
 
 
+@dataclass(frozen=True)
+class SeedJob:
+    """One seed of a sweep, as a worker (a Dask one included) needs it: user policies travel as references."""
+
+    trace_ref: str
+    policies: tuple[str, ...]
+    seed: int
+    cross_island_penalty: float
+    order: str
+    policy_refs: tuple[str, ...] = ()
+
+
+def run_seed(job: SeedJob, progress: ComparisonProgress | None = None) -> Comparison:
+    """Build the trace and compare the policies for one seed (the seed drives both the trace and the engine)."""
+    if job.policy_refs:  # registered in the parent already; again (the same class: a no-op) in a fresh worker
+        from gpuslice.sim.experiments.variants import add_user_policy
+
+        for reference in job.policy_refs:
+            add_user_policy(reference)
+    trace = resolve_trace(job.trace_ref, job.seed)
+    config = SimConfig(cross_island_penalty=job.cross_island_penalty, seed=job.seed)
+    return compare(trace, job.policies, config, job.order, progress)
+
+
 def run_seeds(
     trace_ref: str,
     policies: Sequence[str],
@@ -107,11 +133,13 @@ def run_seeds(
     cross_island_penalty: float = SimConfig.cross_island_penalty,
     order: str = "priority",
     progress: ComparisonProgress | None = None,
+    executor: Executor | None = None,
+    policy_refs: Sequence[str] = (),
 ) -> SeedSweep:
-    """Build the trace and compare the policies once per seed (the seed drives both the trace and the engine)."""
-    comparisons = []
-    for seed in seeds:
-        trace = resolve_trace(trace_ref, seed)
-        config = SimConfig(cross_island_penalty=cross_island_penalty, seed=seed)
-        comparisons.append(compare(trace, policies, config, order, progress))
-    return SeedSweep(comparisons)
+    """One comparison per seed, here (with progress) or on `executor` (a Dask cluster's): the same results."""
+    jobs = [
+        SeedJob(trace_ref, tuple(policies), seed, cross_island_penalty, order, tuple(policy_refs)) for seed in seeds
+    ]
+    if executor is not None:
+        return SeedSweep(run_all(executor, run_seed, jobs))
+    return SeedSweep([run_seed(job, progress) for job in jobs])

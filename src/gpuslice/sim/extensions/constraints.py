@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gpuslice.gpu.units import MILLI
 from gpuslice.sim.core.cluster import Binding, ClusterState
 from gpuslice.sim.core.model import JobSpec, PodSpec
 from gpuslice.sim.core.placement import PlacementPolicy, largest_first
 from gpuslice.topology import Topology
+from gpuslice.units import MILLI
 
 
 class ConstrainedPlacement:

@@ -11,9 +11,9 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from gpuslice.gpu.units import MILLI
 from gpuslice.sim.core.model import ClusterSpec, JobSpec
 from gpuslice.sim.core.queue import AllocationView, SortKey, Unit
+from gpuslice.units import MILLI
 
 
 def dominant_share(usage: Sequence[float], capacity: Sequence[float], weight: float = 1.0) -> float:

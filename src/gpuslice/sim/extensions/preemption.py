@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from gpuslice.gpu.units import HOUR
 from gpuslice.sim.core.cluster import ClusterState
 from gpuslice.sim.core.engine import Engine, Listener
 from gpuslice.sim.core.metrics import percentile
@@ -39,6 +38,7 @@ from gpuslice.sim.extensions.checkpoint import (
     saves_needed,
     segment_length,
 )
+from gpuslice.units import HOUR
 
 
 @dataclass

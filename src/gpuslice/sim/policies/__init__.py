@@ -21,6 +21,16 @@ POLICIES: dict[str, Callable[[], PlacementPolicy]] = {
 }
 
 
+# One spelling per policy across both simulators; the unhyphenated ones are accepted too.
+POLICY_ALIASES = {"bestfit": "best-fit", "firstfit": "first-fit"}
+
+
+def canonical_policy(text: str) -> str:
+    """`bestfit` -> `best-fit`, `bestfit:opt=1` -> `best-fit:opt=1`; any other text unchanged."""
+    name, sep, rest = text.strip().partition(":")
+    return POLICY_ALIASES.get(name.strip(), name.strip()) + sep + rest
+
+
 class UnknownPolicy(ValueError):
     """A policy name that is not registered."""
 
@@ -34,7 +44,7 @@ def add_policy(reference: str) -> str:
 
 def make_policy(name: str) -> PlacementPolicy:
     """A fresh policy by its name (first-fit, best-fit, gang, topology-aware, nvlink-aware)."""
-    factory = POLICIES.get(name)
+    factory = POLICIES.get(canonical_policy(name))
     if factory is None:
         raise UnknownPolicy(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
     return factory()
@@ -42,6 +52,7 @@ def make_policy(name: str) -> PlacementPolicy:
 
 __all__ = [
     "POLICIES",
+    "POLICY_ALIASES",
     "BestFit",
     "FirstFit",
     "Gang",
@@ -50,5 +61,6 @@ __all__ = [
     "TopologyAware",
     "UnknownPolicy",
     "add_policy",
+    "canonical_policy",
     "make_policy",
 ]

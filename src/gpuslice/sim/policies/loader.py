@@ -46,10 +46,14 @@ def load_policy(reference: str) -> Callable[[], PlacementPolicy]:
 
 
 def register_policy(factory: Callable[[], PlacementPolicy], registry: dict[str, Callable[[], PlacementPolicy]]) -> str:
-    """Add `factory` to `registry` under its policy's name; refuse a name another policy already has."""
+    """Add `factory` to `registry` under its policy's name, behind the guard that checks its answers
+    (policies.checked); refuse a name another policy already has (the same class again is a no-op)."""
+    from gpuslice.sim.policies.checked import CheckedSimFactory
+
     name = factory().name
     known = registry.get(name)
-    if known is not None and known is not factory:
+    if known is not None and getattr(known, "wrapped", known) is not factory:
         raise PolicyLoadError(f"policy name {name!r} is taken by {getattr(known, '__qualname__', known)!r}")
-    registry[name] = factory
+    if known is None:
+        registry[name] = CheckedSimFactory(factory, name)
     return name

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gpuslice.gpu.units import MILLI
 from gpuslice.sim.core.cluster import Binding, BoolArray, ClusterState
 from gpuslice.sim.core.model import JobSpec, PodSpec
 from gpuslice.sim.core.placement import largest_first
 from gpuslice.sim.extensions.nvlink import choose_gpu_set, cluster_topologies
 from gpuslice.topology import Topology
+from gpuslice.units import MILLI
 
 
 class NvlinkAware:

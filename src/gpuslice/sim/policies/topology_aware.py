@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gpuslice.gpu.units import MILLI
 from gpuslice.sim.core.cluster import Binding, ClusterState
 from gpuslice.sim.core.model import JobSpec, PodSpec
 from gpuslice.sim.core.placement import best_fitting, place_all
+from gpuslice.units import MILLI
 
 
 class TopologyAware:

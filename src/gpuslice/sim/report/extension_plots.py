@@ -96,7 +96,7 @@ def _tenants(records: Sequence[Record], axes_row: list[Axes]) -> None:
         axes.set_xticklabels([f"{r['policy']}\nJain {r['jain_index']:.2f}" for r in records])
         axes.set(title=title, ylabel=label)
         axes.grid(alpha=0.3, axis="y")
-        axes.legend(fontsize="small")
+        _legend_above_bars(axes, len(tenants))
 
 
 def _topology(records: Sequence[Record], axes_row: list[Axes]) -> None:
@@ -164,7 +164,16 @@ def _bars(axes: Axes, xs: Any, names: list[str], series: dict[str, list[float]],
     axes.set_xticklabels(names, rotation=20)
     axes.set(title=title, ylabel=ylabel)
     axes.grid(alpha=0.3, axis="y")
-    axes.legend(fontsize="small")
+    _legend_above_bars(axes, len(series))
+
+
+def _legend_above_bars(axes: Axes, entries: int) -> None:
+    """The legend in a band of its own above the tallest bar (in two columns), never over a bar: the y axis
+    grows by the band's height."""
+    rows = math.ceil(entries / 2)
+    low, high = axes.get_ylim()
+    axes.set_ylim(low, high + (high - low) * (0.08 + 0.09 * rows))
+    axes.legend(fontsize="small", loc="upper center", ncol=2, frameon=False)
 
 
 # figure name (ReportSection.figure) -> (columns, size in inches, draw(records, axes))

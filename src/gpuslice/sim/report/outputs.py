@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Iterator, Sequence
@@ -11,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from gpuslice.fsutil.atomic import atomic_text_writer, atomic_write_text
+from gpuslice.fsutil.csvsafe import SafeCsvWriter
 from gpuslice.sim.core.cluster import Binding
 from gpuslice.sim.core.metrics import SimResult
 from gpuslice.sim.core.runs import JobRun
@@ -59,21 +60,22 @@ class OutputError(ValueError):
 def write_outputs(sweep: SeedSweep, folder: str | Path, step: float | None = None) -> list[Path]:
     """Write jobs.csv, timeline.csv and summary.json for every run of `sweep` into `folder`; the paths written."""
     target = Path(folder)
-    target.mkdir(parents=True, exist_ok=True)
     written = [target / "jobs.csv", target / "timeline.csv", target / "summary.json"]
-    with written[0].open("w", newline="") as stream:
-        writer = csv.writer(stream, lineterminator="\n")
+    # each file by temp file and rename (a link planted in the folder is replaced, never written through);
+    # every CSV cell that a spreadsheet would run as a formula (a job id such as =cmd) gets a leading '
+    with atomic_text_writer(written[0]) as stream:
+        writer = SafeCsvWriter(stream)
         writer.writerow(JOB_COLUMNS)
         for comparison in sweep.comparisons:
             for result in comparison.results:
                 writer.writerows(job_rows(result, comparison.seed))
-    with written[1].open("w", newline="") as stream:
-        writer = csv.writer(stream, lineterminator="\n")
+    with atomic_text_writer(written[1]) as stream:
+        writer = SafeCsvWriter(stream)
         writer.writerow(TIMELINE_COLUMNS)
         for comparison in sweep.comparisons:
             for result in comparison.results:
                 writer.writerows(timeline_rows(result, comparison.seed, step))
-    written[2].write_text(json.dumps(sweep.to_json(), indent=2) + "\n")
+    atomic_write_text(written[2], json.dumps(sweep.to_json(), indent=2) + "\n")
     return written
 
 

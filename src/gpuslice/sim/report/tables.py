@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from gpuslice.fsutil.atomic import atomic_write_text
 from gpuslice.plotting import figure_file
 from gpuslice.sim.core.metrics import FloatArray, SimResult
 from gpuslice.sim.core.sections import format_duration
@@ -47,6 +48,23 @@ def _percent(value: float) -> str:
     return f"{100 * value:.1f} %"
 
 
+_count = "{:g}".format  # one formatter object for every count column: `_cell` gives their spreads two decimals
+
+
+def _spread_text(column: Column, mean: float, sd: float) -> str:
+    """`mean ± sd` with one precision and one unit for both (not `78.35 ± 13.8062` or `8.0 h ± 0 s`)."""
+    if column.text is _count:
+        if float(mean).is_integer() and float(sd).is_integer():
+            return f"{mean:.0f} ± {sd:.0f}"
+        return f"{mean:.2f} ± {sd:.2f}"
+    if column.text is format_duration:
+        unit, scale, digits = ("s", 1.0, 0) if mean < 120 else ("min", 60.0, 1) if mean < 7200 else ("h", 3600.0, 1)
+        return f"{mean / scale:.{digits}f} ± {sd / scale:.{digits}f} {unit}"
+    if column.text is _percent:
+        return f"{100 * mean:.1f} ± {100 * sd:.1f} %"
+    return f"{column.text(mean)} ± {column.text(sd)}"
+
+
 def _no_start(result: SimResult) -> str | None:
     return NO_START if result.jobs_started == 0 else None
 
@@ -61,14 +79,14 @@ TABLE_COLUMNS = (
     Column("wait p50", lambda r: r.wait_p50, format_duration, _no_start),
     Column("wait p99", lambda r: r.wait_p99, format_duration, _no_start),
     Column("stranded GPUs", lambda r: r.stranded_gpus, "{:.2f}".format),
-    Column("stranded peak", lambda r: r.stranded_gpus_peak, "{:g}".format),
-    Column("deadlocks", lambda r: r.partial_allocation_deadlocks, "{:g}".format),
-    Column("completed", lambda r: r.jobs_completed, "{:g}".format),
-    Column("rejected", lambda r: r.jobs_rejected, "{:g}".format),
-    Column("unfinished", lambda r: r.jobs_unfinished, "{:g}".format),
+    Column("stranded peak", lambda r: r.stranded_gpus_peak, _count),
+    Column("deadlocks", lambda r: r.partial_allocation_deadlocks, _count),
+    Column("completed", lambda r: r.jobs_completed, _count),
+    Column("rejected", lambda r: r.jobs_rejected, _count),
+    Column("unfinished", lambda r: r.jobs_unfinished, _count),
     Column("makespan", lambda r: r.makespan, format_duration, _no_done),
     Column("mean JCT", lambda r: r.jct_mean, format_duration, _no_done),
-    Column("cross-island", lambda r: r.cross_island_jobs, "{:g}".format),
+    Column("cross-island", lambda r: r.cross_island_jobs, _count),
 )
 HEADERS = ("policy", *(column.header for column in TABLE_COLUMNS))
 
@@ -98,7 +116,7 @@ def _cell(column: Column, results: Sequence[SimResult]) -> str:
     if len(results) == 1:
         return column.text(spread.mean)
     note = "" if len(present) == len(results) else f" ({len(present)} of {len(results)} seeds)"
-    return f"{column.text(spread.mean)} ± {column.text(spread.sd)}{note}"
+    return f"{_spread_text(column, spread.mean, spread.sd)}{note}"
 
 
 def _rows(sweep: SeedSweep) -> list[list[str]]:
@@ -176,7 +194,7 @@ def write_sweep_json(sweep: SeedSweep, target: str, stdout: TextIO | None = None
     if target == "-":
         (stdout or sys.stdout).write(text)
     else:
-        Path(target).write_text(text)
+        atomic_write_text(target, text)
 
 
 def binned_utilization(result: SimResult, bins: int = 400) -> tuple[FloatArray, FloatArray]:
@@ -250,11 +268,12 @@ def _mark_deadlock(axes: Axes, result: SimResult, color: str) -> None:
     index = max(int(np.searchsorted(np.asarray(timeline.times), at, side="right")) - 1, 0)
     held = 100 * timeline.held[index] / result.total_gpus if timeline.times else 0.0
     axes.plot([at / 3600], [held], "X", color=color, markersize=12)
+    earlier = len(axes.texts)  # runs that deadlocked at the same moment: their labels stack, not overlap
     axes.annotate(
         f"{result.policy} deadlocked",
         (at / 3600, held),
         textcoords="offset points",
-        xytext=(8, -14),
+        xytext=(8, -14 - 12 * earlier),
         color=color,
         fontsize="small",
     )

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gpuslice.gpu.units import HOUR
 from gpuslice.sim.core.clusters import parse_cluster
 from gpuslice.sim.core.model import JobSpec, PodSpec
 from gpuslice.sim.traces.trace import Trace, TraceError
+from gpuslice.units import HOUR
 
 
 def _pod(gpus: int) -> PodSpec:

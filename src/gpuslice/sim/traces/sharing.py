@@ -12,11 +12,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from gpuslice.gpu.units import GIB
 from gpuslice.sim.core.clusters import parse_cluster
 from gpuslice.sim.core.model import JobSpec, PodSpec
 from gpuslice.sim.traces.ext_common import log_uniform, log_uniform_mean, poisson_times, read_params
 from gpuslice.sim.traces.trace import Trace, TraceError, TracePhysics
+from gpuslice.units import GIB
 
 # name, weight, compute fraction, GPU memory GiB
 INFERENCE = (("small", 0.35, 0.10, 6), ("medium", 0.30, 0.25, 16), ("large", 0.20, 0.40, 30), ("xl", 0.15, 0.50, 36))

@@ -8,10 +8,10 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from gpuslice.gpu.units import MILLI
 from gpuslice.sim.core.clusters import parse_cluster
 from gpuslice.sim.core.model import JobSpec, PodSpec
 from gpuslice.sim.traces.trace import Trace, TraceError
+from gpuslice.units import MILLI
 
 CPU_MILLI_PER_GPU = 8_000
 MEMORY_MIB_PER_GPU = 64 * 1024

@@ -13,11 +13,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from gpuslice.gpu.units import GIB
 from gpuslice.sim.core.clusters import parse_cluster
 from gpuslice.sim.core.model import JobSpec, PodSpec
 from gpuslice.sim.traces.ext_common import log_uniform, poisson_times, read_params
 from gpuslice.sim.traces.trace import Trace, TraceError, TracePhysics
+from gpuslice.units import GIB
 
 TENANT_DEFAULTS: dict[str, int | float | str] = {"nodes": 8, "hours": 8.0, "burst": 24}
 WEIGHTS = {"vision": 1.0, "nlp": 2.0, "etl": 1.0}

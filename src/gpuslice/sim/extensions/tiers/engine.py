@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from gpuslice.gpu.units import HOUR
 from gpuslice.sim.core.cluster import Binding
 from gpuslice.sim.core.loop import EventLoop
 from gpuslice.sim.core.metrics import SimResult, Timeline, percentile, summarize
@@ -27,6 +26,7 @@ from gpuslice.sim.core.runs import JobRun, JobStatus
 from gpuslice.sim.core.sections import ReportSection, duration, number
 from gpuslice.sim.extensions.tiers.model import GpuSlot, ShareDemand
 from gpuslice.sim.extensions.tiers.plans import TierPlan
+from gpuslice.units import HOUR
 
 _SUBMIT, _FINISH = 0, 1
 

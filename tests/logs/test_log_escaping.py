@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from gpuslice.plugin.logs import MAX_MESSAGE_CHARS, MAX_VALUE_CHARS, JsonFormatter, KlogFormatter
+from gpuslice.logs import MAX_MESSAGE_CHARS, MAX_VALUE_CHARS, JsonFormatter, KlogFormatter
 
 FORGED = "GPU-1\nI1129 09:12:02.000000   12345 run.py:1] forged"
 

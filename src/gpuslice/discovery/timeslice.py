@@ -1,24 +1,15 @@
-"""The time-slice interval of a GPU (`nvidia-smi compute-policy --set-timeslice`), behind a Protocol."""
+"""The time-slice controls: `nvidia-smi compute-policy --set-timeslice` on a node, a recording one for the fake."""
 
 from __future__ import annotations
 
 import subprocess
 import threading
 from collections.abc import Sequence
-from typing import Protocol
 
-DEFAULT_LEVEL = 0
+from gpuslice.discovery.capabilities import TimeSliceError
+
+DEFAULT_TIMESLICE_LEVEL = 0  # what a GPU is set back to when its claim ends
 NVIDIA_SMI_TIMEOUT_S = 10.0
-
-
-class TimeSliceError(RuntimeError):
-    """The interval could not be set; the message names the GPU."""
-
-
-class TimeSliceControl(Protocol):
-    def set_level(self, gpu_uuid: str, level: int) -> None:
-        """Set the GPU's time-slice level (0 Default, 1 Short, 2 Medium, 3 Long)."""
-        ...
 
 
 class NvidiaSmiTimeSlice:
