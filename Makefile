@@ -1,5 +1,5 @@
 # gpuslice: `make demo` runs the walkthrough, `make test` runs every check. Both build .venv first: the demo
-# only what it runs (requirements/runtime.lock), everything else when a target needs it (requirements/dev.lock).
+# only what it runs (requirements/demo.lock), everything else when a target needs it (requirements/dev.lock).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,12 +12,12 @@ export PYTHONUNBUFFERED := 1
 
 all: test
 
-# The demo runs on the plugin's own packages only (tests/demo holds this), so `make demo` installs the
-# runtime lock and the build backend (for the editable install); `make test` and the rest add dev.lock (the
-# simulator extra and the tools; the same versions: `make lock` writes each lock constrained by the others).
-$(DEMO_STAMP): requirements/runtime.lock requirements/build.lock pyproject.toml
+# requirements/demo.lock is what the demo runs on (the runtime, the demo extra: the mock kubelet's CEL) and
+# the build backend (for the editable install); tests/demo holds it to that. `make test` and the rest add
+# dev.lock (the same versions: `make lock` writes each lock constrained by the ones before it).
+$(DEMO_STAMP): requirements/demo.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) --require-hashes --no-deps -r requirements/runtime.lock -r requirements/build.lock
+	$(PIP) --require-hashes --no-deps -r requirements/demo.lock
 	$(PIP) --no-deps --no-build-isolation -e .
 	touch $(DEMO_STAMP)
 
