@@ -34,17 +34,15 @@ _FLAG_KEYS = {
 }
 
 
-def _error(exc: Exception, flags: dict[str, Any], node_spec: str | None, backend: str) -> click.ClickException:
+def _error(exc: Exception, flags: dict[str, Any], node_spec: str | None) -> click.ClickException:
     """A bad flag value is a usage mistake (exit 2 with usage, naming the flag), as in every command; the rest
     (a config file, the backend, the API) exits 1."""
     text = str(exc)
     for name, key in _FLAG_KEYS.items():
         if flags.get(name) is not None and f"{key}:" in text:
             return click.BadParameter(text, param_hint="--" + name.replace("_", "-"))
-    # the fake backend's only input is the node spec: its start-up errors are about that option
-    if node_spec is not None and (
-        isinstance(exc, NodeSpecError) or (backend == "fake" and isinstance(exc, BackendInitError))
-    ):
+    # a node spec that does not load (the fake backend wraps its NodeSpecError) is about that option
+    if node_spec is not None and (isinstance(exc, NodeSpecError) or isinstance(exc.__cause__, NodeSpecError)):
         return click.BadParameter(text, param_hint="--node-spec")
     return click.ClickException(text)
 
@@ -126,7 +124,7 @@ def labels(
         try:
             labeller = Labeller(lambda: load_settings(options))
         except (ConfigError, BackendInitError, NodeSpecError, NodeFeatureError, ValueError, OSError) as exc:
-            raise _error(exc, flags, node_spec, backend) from exc
+            raise _error(exc, flags, node_spec) from exc
         if watcher is not None:
             directory = watcher.settings.directory
 
