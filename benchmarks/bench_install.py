@@ -1,6 +1,6 @@
-"""The first command's install: what `make demo` installs on a fresh clone (requirements/runtime.lock and
-build.lock, and the editable package) beside what it installed before (all of requirements/dev.lock), each
-into a new virtual environment, interleaved, with pip's cache as it is (warm after any earlier install here).
+"""The first command's install: what `make demo` installs on a fresh clone (requirements/demo.lock and the
+editable package) beside what it installed before (all of requirements/dev.lock), each into a new virtual
+environment, interleaved, with pip's cache as it is (warm after any earlier install here).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ GOAL_X = 0.5  # issue 28: the first command's install part at most half of the f
 PIP = ["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
 
 
-DEMO_LOCKS = ("runtime.lock", "build.lock")  # the Makefile's demo stamp
+DEMO_LOCKS = ("demo.lock",)  # the Makefile's demo stamp
 DEV_LOCKS = ("dev.lock",)
 
 
@@ -56,8 +56,8 @@ def main() -> list[Figure]:
     demo, dev = min(demo_s), min(dev_s)
     load = os.getloadavg()[0]
     print(f"{ROUNDS} rounds, interleaved, pip cache as found; {os.cpu_count()} CPUs, load average {load:.2f}")
-    print(f"make demo's install (runtime + build locks, {_count(DEMO_LOCKS)} packages), s: " + _seconds(demo_s))
-    print(f"before: the whole dev.lock ({_count(DEV_LOCKS)} packages), s:               " + _seconds(dev_s))
+    print(f"make demo's install (demo.lock, {_count(DEMO_LOCKS)} packages), s: " + _seconds(demo_s))
+    print(f"before: the whole dev.lock ({_count(DEV_LOCKS)} packages), s:    " + _seconds(dev_s))
     return [
         Figure("make demo install (fresh clone), best", demo, "s", note="informational"),
         Figure("full dev install (what make demo did), best", dev, "s", note="informational"),
