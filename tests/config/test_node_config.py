@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from gpuslice.config.limits import MAX_CONFIG_BYTES
 from gpuslice.config.node_config import (
     MAX_CONFIGS,
     NodeConfigChoice,
@@ -108,6 +112,33 @@ def test_listing_skips_the_configmap_bookkeeping(tmp_path: Path) -> None:
         (tmp_path / name).symlink_to(Path("..data") / name)
     (tmp_path / "subdir").mkdir()
     assert list_configs(tmp_path) == ("a100-mig", "l4-ts")
+
+
+def _unix_socket(path: Path) -> None:
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.close()
+
+
+# What a hostile or broken host can leave in CONFIG_FILE_SRCDIR, and the words of the warning.
+BAD_ENTRIES: list[tuple[str, Callable[[Path], None], str]] = [
+    ("a symlink loop", lambda p: p.symlink_to(p.name), "skipping 'bad'"),
+    ("a dangling link", lambda p: p.symlink_to("nowhere"), "No such file"),
+    ("a FIFO", lambda p: os.mkfifo(p), "not a regular file"),
+    ("a socket", _unix_socket, "not a regular file"),
+    ("a device", lambda p: p.symlink_to("/dev/null"), "not a regular file"),
+    ("a huge file", lambda p: p.write_bytes(b"#" * (MAX_CONFIG_BYTES + 1)), f"over {MAX_CONFIG_BYTES}"),
+]
+
+
+@pytest.mark.parametrize(("make", "words"), [b[1:] for b in BAD_ENTRIES], ids=[b[0] for b in BAD_ENTRIES])
+def test_bad_entries_are_skipped_with_a_warning(
+    workdir: Path, make: Callable[[Path], None], words: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    (workdir / "good").write_text("version: v1\n")
+    make(workdir / "bad")
+    assert list_configs(workdir) == ("good",)
+    assert words in caplog.text
 
 
 def test_listing_errors_name_the_directory(tmp_path: Path) -> None:

@@ -81,6 +81,7 @@ def test_no_overlapping_placements_are_offered_when_the_server_drops_counters(
     try:
         assert mock.watcher.wait_registered(DRIVER, timeout=10)
         assert mock.wait_for_slices(DRIVER, min_devices=4)
+        assert app.slices is not None and app.slices.wait_synced(10)  # publishing runs on its own thread
         assert app.slices is not None and app.slices.counters.dropped
         _assert_no_overlap(mock.slices(DRIVER), 81559)
         # The claims the real allocator put all on GPU 0 of a 1.32 server: only the first fits now.
@@ -110,6 +111,7 @@ def test_a_server_that_keeps_counters_gets_every_placement() -> None:
         app.start()
         try:
             assert mock.wait_for_slices(DRIVER, min_devices=30)
+            assert app.slices is not None and app.slices.wait_synced(10)  # publishing runs on its own thread
             assert app.slices is not None and app.slices.counters.state == "supported"
             assert any(obj["spec"].get("sharedCounters") for obj in mock.slices(DRIVER))
             assert not any(name.endswith("counter-probe") for name in (s["metadata"]["name"] for s in mock.slices()))

@@ -12,7 +12,7 @@ from gpuslice.config.node_config import NodeConfigChoice
 from gpuslice.nodeconfig import NodeConfigMetrics, NodeConfigWatcher, NodeSourceError
 from gpuslice.nodeconfig.kube import LightkubeNodeSource
 from tests.nodeconfig.helpers import LABEL, NODE, config_dir, sample, settings, wait_for
-from tests.nodeconfig.kube_server import kube_api, lightkube_client
+from tests.nodeconfig.kube_server import kube_api, kube_client
 
 
 @contextmanager
@@ -30,7 +30,7 @@ def test_the_watcher_follows_the_label_through_bookmarks_drops_and_expiry(tmp_pa
     applied: list[str | None] = []
     directory = config_dir(tmp_path)
     with stopped_at_the_end() as watchers, kube_api(NODE, {LABEL: "a100"}) as (api, url):
-        watcher = NodeConfigWatcher(settings(directory), LightkubeNodeSource(lightkube_client(url)))
+        watcher = NodeConfigWatcher(settings(directory), LightkubeNodeSource(kube_client(url)))
         watchers.append(watcher)
         watcher.retry_first_s = 0.01
         assert watcher.initial_choice() == NodeConfigChoice("a100", "label")
@@ -62,7 +62,7 @@ def test_an_api_that_fails_at_start_leaves_the_label_to_later(tmp_path: Path) ->
     directory = config_dir(tmp_path)
     with stopped_at_the_end() as watchers, kube_api(NODE, {LABEL: "l4"}) as (api, url):
         api.get_status = 503
-        source = LightkubeNodeSource(lightkube_client(url))
+        source = LightkubeNodeSource(kube_client(url))
         watcher = NodeConfigWatcher(settings(directory), source, NodeConfigMetrics(registry))
         watchers.append(watcher)
         watcher.retry_first_s = 0.01
@@ -78,7 +78,7 @@ def test_an_api_that_fails_at_start_leaves_the_label_to_later(tmp_path: Path) ->
 def test_errors_name_the_request_and_status() -> None:
     with kube_api(NODE, {}) as (api, url):
         api.get_status = 403
-        source = LightkubeNodeSource(lightkube_client(url))
+        source = LightkubeNodeSource(kube_client(url))
         try:
             source.get(NODE)
         except NodeSourceError as exc:

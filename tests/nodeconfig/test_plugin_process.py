@@ -82,6 +82,7 @@ def test_the_node_label_chooses_and_switches_the_plugin_config(kubelet: MockKube
             # the watcher records what serves once the reload has returned, which is after the kubelet saw it
             serving = 'gpuslice_node_config_serving{config="sliced",source="label"} 1.0'
             wait_for(lambda: serving in scrape(port), "the new config in /metrics")
+            assert re.search(r"^gpuslice_kube_api_requests_total [1-9]", scrape(port), re.MULTILINE)
             api.actions.put(("event", "MODIFIED", {LABEL: "broken"}, 3))
             refused = 'gpuslice_node_config_refused{reason="invalid_config",wanted="broken"} 1.0'
             wait_for(lambda: refused in scrape(port), "the refusal in /metrics")

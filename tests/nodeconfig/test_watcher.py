@@ -122,3 +122,49 @@ def test_nothing_to_start_with_is_an_error(tmp_path: Path) -> None:
     watcher = NodeConfigWatcher(settings(config_dir(tmp_path, ("a", "b"))), FakeNodeSource({LABEL: "c"}))
     with pytest.raises(NodeConfigError, match="specified config 'c' does not exist; no config was set"):
         watcher.initial_choice()
+
+
+class Exploding(Applied):
+    """An apply callback that fails unexpectedly (a bug) the first `times` times."""
+
+    def __init__(self, times: int) -> None:
+        super().__init__()
+        self.times = times
+
+    def __call__(self, choice: NodeConfigChoice) -> bool:
+        if self.times > 0:
+            self.times -= 1
+            raise RuntimeError("a bug in the reload")
+        return super().__call__(choice)
+
+
+def test_an_unexpected_error_is_retried_and_never_ends_the_thread(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = FakeNodeSource({LABEL: "a100"})
+    applied = Exploding(times=1)
+    watcher, _, _ = start(tmp_path, source, applied)
+    try:
+        source.set_labels({LABEL: "l4"})
+        wait_for(lambda: applied.names == ["l4"], "the label applied on the retry")
+        assert "a bug in the reload" in caplog.text and watcher.alive and source.gets == 2
+    finally:
+        watcher.stop()
+
+
+def test_a_dead_thread_shows_as_not_alive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Fatal(BaseException):
+        pass
+
+    class Dying(FakeNodeSource):
+        def watch(self, node_name: str, resource_version: str):  # type: ignore[no-untyped-def]
+            raise Fatal
+
+    monkeypatch.setattr("threading.excepthook", lambda args: None)  # the death is the point, not noise
+    watcher = NodeConfigWatcher(settings(config_dir(tmp_path)), Dying({LABEL: "a100"}))
+    assert watcher.alive  # not started: nothing to run
+    watcher.initial_choice()
+    watcher.start(Applied())
+    wait_for(lambda: not watcher.alive, "the thread's death seen")
+    watcher.stop()
+    assert watcher.alive  # stopped on purpose

@@ -130,8 +130,8 @@ def kubeconfig_text(url: str) -> str:
 
 
 def lightkube_client(url: str) -> Any:
-    """The real lightkube client pointed at `url`, ignoring the machine's proxy settings."""
-    from lightkube import Client, KubeConfig
-    from lightkube.config.models import Cluster, User
+    """gpuslice's API client (real lightkube requests and models) pointed at `url`, with the snapshot's limits."""
+    from gpuslice.kube import KubeClient
+    from gpuslice.snapshot.kube import SNAPSHOT_FIELD_MANAGER, SNAPSHOT_LIMITS
 
-    return Client(config=KubeConfig.from_one(cluster=Cluster(server=url), user=User(token=TOKEN)), trust_env=False)
+    return KubeClient.for_server(url, SNAPSHOT_FIELD_MANAGER, token=TOKEN, limits=SNAPSHOT_LIMITS)

@@ -195,7 +195,7 @@ def test_usage_mistakes_exit_2(arguments: list[str], message: str) -> None:
 def test_no_cluster_config_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["sim", "snapshot", "--kubeconfig", str(tmp_path / "missing")])
     assert result.exit_code == 1
-    assert result.output.startswith("Error: no Kubernetes API configuration") and "Traceback" not in result.output
+    assert result.output.startswith("Error: no API server configured") and "Traceback" not in result.output
 
 
 def test_the_out_folder_holds_a_trace_sim_compare_runs(tmp_path: Path) -> None:

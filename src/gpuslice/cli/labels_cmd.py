@@ -112,12 +112,17 @@ def labels(
         backend_factory=make_backend,
     )
     control = LoopControl()
+
+    def stop(*_: object) -> None:
+        control.request_stop()
+        _end_api_requests()  # a pass blocked on a slow API server ends now, not at its deadline
+
     # Installed before the first load, so an early SIGHUP or SIGTERM is queued rather than fatal;
     # restored afterwards so that an in-process caller (tests) gets its own handlers back.
     handlers = {
         signal.SIGHUP: lambda *_: control.request_reload(),
-        signal.SIGTERM: lambda *_: control.request_stop(),
-        signal.SIGINT: lambda *_: control.request_stop(),
+        signal.SIGTERM: stop,
+        signal.SIGINT: stop,
     }
     previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
     try:
@@ -144,3 +149,11 @@ def labels(
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     sys.exit(status)
+
+
+def _end_api_requests() -> None:
+    # Only when a client exists: the API client's modules stay unloaded for file-only label writers.
+    if "gpuslice.kube.client" in sys.modules:
+        from gpuslice.kube import close_all_clients
+
+        close_all_clients()

@@ -70,8 +70,8 @@ def node_config_watcher(
 ) -> NodeConfigWatcher | None:
     """The watcher when per-node configs are on (CONFIG_FILE_SRCDIR set), else None; NodeConfigError if misused.
 
-    With `metrics_registry` the watcher reports there (gpuslice_node_config_*). The watcher's modules load
-    only when per-node configs are on.
+    With `metrics_registry` the watcher reports there (gpuslice_node_config_*, and the API client's
+    gpuslice_kube_api_*). The watcher's modules load only when per-node configs are on.
     """
     if not config_file_srcdir:
         return None
@@ -90,7 +90,12 @@ def node_config_watcher(
     from gpuslice.nodeconfig import NodeConfigMetrics, NodeConfigWatcher
     from gpuslice.nodeconfig.kube import LightkubeNodeSource  # the Kubernetes client only when asked for
 
-    observer = NodeConfigMetrics(metrics_registry) if metrics_registry is not None else None
+    observer = None
+    if metrics_registry is not None:
+        from gpuslice.kube.metrics import register_api_metrics
+
+        observer = NodeConfigMetrics(metrics_registry)
+        register_api_metrics(metrics_registry)
     return NodeConfigWatcher(settings, LightkubeNodeSource(), observer)
 
 

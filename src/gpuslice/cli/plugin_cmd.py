@@ -181,6 +181,7 @@ def plugin(
                 directory = watcher.settings.directory
                 watcher.start(lambda choice: app.reload(choice.path(directory)))
                 app.runtime.add_shutdown_hook(watcher.stop)
+                app.runtime.add_liveness_check("node-config watcher", lambda: watcher.alive)
 
         app.run_until_signalled(ready=ready)
     except (PluginStartError, RegistrationError, MpsStartError, CompatError) as exc:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import stat
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from gpuslice.config.limits import MAX_CONFIG_BYTES
+
+log = logging.getLogger("gpuslice.config")
 
 # NVIDIA's config-manager names (flags and env vars) and defaults; the Helm chart's fallbacks are named,single.
 DEFAULT_NODE_LABEL = "nvidia.com/device-plugin.config"
@@ -137,7 +143,9 @@ def list_configs(directory: Path) -> tuple[str, ...]:
     """The config names in `directory` (CONFIG_FILE_SRCDIR), sorted; NodeConfigError naming the directory.
 
     Entries starting with ".." are a ConfigMap volume's own bookkeeping and skipped, as NVIDIA does; so
-    are directories and names that cannot be ConfigMap keys.
+    are directories and names that cannot be ConfigMap keys. An entry that cannot be a config file (a
+    symlink loop or a dangling link, a FIFO, a socket, a device, a file over the config size cap) is
+    skipped with a warning: one bad entry must not keep the node from every other config.
     """
     names: list[str] = []
     try:
@@ -147,11 +155,29 @@ def list_configs(directory: Path) -> tuple[str, ...]:
                     continue
                 if len(names) >= MAX_CONFIGS:
                     raise NodeConfigError(f"CONFIG_FILE_SRCDIR {directory}: more than {MAX_CONFIGS} entries")
-                if _is_config_name(entry.name) and entry.is_file():
+                if _is_config_name(entry.name) and _usable(entry):
                     names.append(entry.name)
     except OSError as exc:
         raise NodeConfigError(f"CONFIG_FILE_SRCDIR {directory}: cannot list: {exc.strerror or exc}") from exc
     return tuple(sorted(names))
+
+
+def _usable(entry: os.DirEntry[str]) -> bool:
+    """A regular file (through links) of at most MAX_CONFIG_BYTES; anything else is skipped, with a warning."""
+    try:
+        info = os.stat(entry.path)  # follows links, as a ConfigMap volume's keys are links
+    except OSError as exc:
+        log.warning("CONFIG_FILE_SRCDIR: skipping %r: %s", entry.name, exc.strerror or exc)
+        return False
+    if stat.S_ISDIR(info.st_mode):
+        return False
+    if not stat.S_ISREG(info.st_mode):
+        log.warning("CONFIG_FILE_SRCDIR: skipping %r: not a regular file", entry.name)
+        return False
+    if info.st_size > MAX_CONFIG_BYTES:
+        log.warning("CONFIG_FILE_SRCDIR: skipping %r: %d bytes, over %d", entry.name, info.st_size, MAX_CONFIG_BYTES)
+        return False
+    return True
 
 
 def _is_config_name(name: str) -> bool:

@@ -96,6 +96,8 @@ def run_dra_part(directory: Path) -> DraPart:
         try:
             registered = kubelet.watcher.wait_registered(DRIVER, DRA_WAIT_S)
             kubelet.wait_for_slices(DRIVER, len(setup.devices), DRA_WAIT_S)
+            if app.slices is not None:  # publishing runs on its own thread: let its first sync finish
+                app.slices.wait_synced(DRA_WAIT_S)
             slices = kubelet.slices(DRIVER)
             devices = [d for s in slices for d in s["spec"]["devices"]]
             placements = sum(1 for d in devices if "consumesCounters" in d)

@@ -42,6 +42,10 @@ class ResourceApi(Protocol):
         """Delete the slice; a slice that is already gone is not an error."""
         ...
 
+    def close(self) -> None:
+        """End requests in flight and refuse new ones (the process stops)."""
+        ...
+
 
 class InMemoryResourceApi:
     """An honest in-process API: objects kept as plain dicts, UIDs and resourceVersions assigned as a server does.
@@ -94,3 +98,6 @@ class InMemoryResourceApi:
     def delete_slice(self, name: str) -> None:
         with self._lock:
             self.slices.pop(name, None)
+
+    def close(self) -> None:
+        pass  # nothing in flight: every call returns at once

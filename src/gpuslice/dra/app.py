@@ -36,7 +36,9 @@ class DraApp:
         self.settings = settings
         self.api = api
         self.driver = GpuDriver(setup, settings, api, **controls)
-        self.plugin = KubeletPlugin(settings, api, self.driver, setup.node.name, setup.devices, self.driver.health)
+        self.plugin = KubeletPlugin(
+            settings, api, self.driver, setup.node.name, setup.devices, self.driver.health, self.driver.reads
+        )
 
     # What tests and the demo look at ---------------------------------------------------------------
 
@@ -74,9 +76,11 @@ class DraApp:
             raise
 
     def stop(self, delete_slices: bool = True) -> None:
-        """The plumbing first (the kubelet stops sending, slices go), then the driver. Idempotent."""
+        """The plumbing first (the kubelet stops sending, slices go), then the driver, then the API client
+        (a request still blocked on a silent API server ends now). Idempotent."""
         self.plugin.stop(delete_slices)
         self.driver.stop()
+        self.driver.reads.close()
 
     def run_until_signalled(self, ready: Callable[[], None] | None = None) -> signal.Signals:
         """Start, wait for SIGTERM or SIGINT, stop. Must run on the main thread."""

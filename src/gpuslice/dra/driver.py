@@ -18,6 +18,7 @@ from gpuslice.discovery.driver_files import discover_driver_files
 from gpuslice.dra.api import ResourceApi
 from gpuslice.dra.cdi import write_base_spec
 from gpuslice.dra.checkpoint import ClaimCheckpoint, PreparedDevice
+from gpuslice.dra.claim_reads import ClaimReads
 from gpuslice.dra.claims import ClaimRef
 from gpuslice.dra.devices import DraDevice
 from gpuslice.dra.mps import ClaimMpsDaemons
@@ -93,12 +94,14 @@ class GpuDriver:
             mps=mps,
             timeslice=given["timeslice"] if "timeslice" in given else setup.backend.timeslice_control(),
         )
+        # The claims of one kubelet call are read at once (dra.claim_reads), before preparing starts.
+        self.reads = ClaimReads(api, self._prepared)
         self.preparer = Preparer(
             settings.driver,
             setup.node.name,
             lambda: self._by_name,
             lambda device: self.health.is_healthy(device.advertised),
-            api,
+            self.reads,
             ClaimCheckpoint(settings.plugin_dir / CHECKPOINT_NAME, setup.node.name),
             self.parts,
         )
@@ -115,6 +118,10 @@ class GpuDriver:
 
     def unprepare(self, ref: ClaimRef, budget_s: float) -> None:
         self.preparer.unprepare(ref, budget_s)
+
+    def _prepared(self, uid: str) -> bool:
+        record = self.preparer.records().get(uid)
+        return record is not None and record.state == "PrepareCompleted"
 
     def start(self) -> None:
         """Write the base CDI spec, resume (roll back half-done claims, re-create lost MIG devices), then

@@ -1,79 +1,57 @@
-"""ResourceApi over lightkube: resource.k8s.io v1, else v1beta2, else v1beta1, found by asking the server."""
+"""ResourceApi over the one API client (gpuslice.kube): resource.k8s.io v1, else v1beta2, else v1beta1."""
 
 from __future__ import annotations
 
 import logging
-import threading
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from gpuslice.dra.api import ApiError
 from gpuslice.dra.slices import API_GROUP, API_VERSIONS
+from gpuslice.kube import KubeClient, KubeError, NotFound
+from gpuslice.kube.deadline import until
+from gpuslice.kube.resources import generic_resource
 
 log = logging.getLogger("gpuslice.dra")
 
-API_REQUEST_TIMEOUT_S = 10.0  # well inside the kubelet's 45 s per call, which includes reading each claim
-FIELD_MANAGER = "gpuslice-dra"
+DRA_FIELD_MANAGER = "gpuslice-dra"
+CLAIM_READ_S = 10.0  # one claim read, API discovery included: well inside the kubelet's 45 s per call
+_T = TypeVar("_T")
 
 
 class LightkubeResourceApi:
-    """Talks to the API server lightkube finds (in-cluster, KUBECONFIG), or to `server` (a URL) when given."""
+    """Talks to the API server found in-cluster or in the kubeconfig, or to `server` (a URL) when given.
 
-    def __init__(self, server: str | None = None) -> None:
-        # The client (lightkube, httpx2 and their models: most of what `gpuslice dra` imports) is made on
-        # the first call, so the plugin serves and registers before paying for it.
-        self._server = server
-        self._client: Any = None
-        self._no_client: str | None = None
-        self._made = False
-        self._lock = threading.Lock()
+    Without any configuration it still serves: every call fails as an ApiError, so publishing retries and
+    claims get a clear error. Each call has the client's total deadline (well inside the kubelet's 45 s).
+    """
+
+    def __init__(self, server: str | None = None, client: KubeClient | None = None) -> None:
+        if client is None:
+            client = (
+                KubeClient.for_server(server, DRA_FIELD_MANAGER)
+                if server
+                else KubeClient.from_environment(DRA_FIELD_MANAGER)
+            )
+        self.client = client
         self._version: str | None = None
 
-    def _make_client(self) -> None:
-        import httpx2  # lightkube's HTTP client; imported here so `--print-resource-slices` never needs it
-        from lightkube import Client, KubeConfig
-        from lightkube.config.models import Cluster, User
-        from lightkube.core.exceptions import ConfigError
-
-        # A plain URL (the mock kubelet's API, a local proxy) needs no credentials.
-        server = self._server
-        config = KubeConfig.from_one(cluster=Cluster(server=server), user=User()) if server else None
-        try:
-            self._client = Client(
-                config=config, timeout=httpx2.Timeout(API_REQUEST_TIMEOUT_S), field_manager=FIELD_MANAGER,
-                trust_env=False,
-            )  # fmt: skip
-        except ConfigError as exc:
-            # No in-cluster config and no kubeconfig: serve anyway (as the device plugin's watcher does);
-            # every API call fails as an ApiError, so publishing retries and claims get a clear error.
-            self._no_client = f"no API server configured (in-cluster config or KUBECONFIG): {exc}"
-            log.warning("%s; serving without the API server", self._no_client)
-
-    @property
-    def client(self) -> Any:
-        with self._lock:
-            if not self._made:
-                self._made = True
-                self._make_client()
-        if self._client is None:
-            raise ApiError(self._no_client or "no API client")
-        return self._client
+    def close(self) -> None:
+        """End requests in flight (the process stops)."""
+        self.client.close()
 
     def _kinds(self, version: str) -> tuple[Any, Any]:
-        from lightkube.generic_resource import create_global_resource, create_namespaced_resource
-
-        slices = create_global_resource(API_GROUP, version, "ResourceSlice", "resourceslices")
-        claims = create_namespaced_resource(API_GROUP, version, "ResourceClaim", "resourceclaims")
+        slices = generic_resource(API_GROUP, version, "ResourceSlice", "resourceslices", namespaced=False)
+        claims = generic_resource(API_GROUP, version, "ResourceClaim", "resourceclaims", namespaced=True)
         return slices, claims
 
-    def _call(self, what: str, call: Any, *args: Any, **kwargs: Any) -> Any:
-        from lightkube.core.exceptions import ApiError as LightkubeApiError
-
+    @staticmethod
+    def _call(call: Callable[[], _T]) -> _T:
         try:
-            return call(*args, **kwargs)
-        except LightkubeApiError as exc:
-            raise ApiError(f"{what}: {exc.status.message or exc}", exc.status.code) from exc
-        except Exception as exc:  # httpx transport errors: connection refused, timeouts, TLS
-            raise ApiError(f"{what}: {type(exc).__name__}: {exc}") from exc
+            return call()
+        except KubeError as exc:
+            raise ApiError(str(exc), exc.status) from exc
 
     def resource_version(self) -> str:
         if self._version is not None:
@@ -81,10 +59,9 @@ class LightkubeResourceApi:
         problems = []
         for version in API_VERSIONS:
             slices, _ = self._kinds(version)
+            what = f"list {API_GROUP}/{version} ResourceSlices"
             try:
-                self._call(f"list {API_GROUP}/{version} ResourceSlices", lambda s=slices: list(
-                    self.client.list(s, chunk_size=1, fields={"spec.driver": "probe.invalid"})
-                ))  # fmt: skip
+                self._probe(slices, what)
             except ApiError as exc:
                 if exc.status in (404, 405):
                     problems.append(f"{version}: not served")
@@ -95,44 +72,46 @@ class LightkubeResourceApi:
             return version
         raise ApiError(f"the API server serves no {API_GROUP} version we know ({'; '.join(problems)})", 404)
 
+    def _probe(self, slices: Any, what: str) -> None:
+        self._call(lambda: self.client.list_all(slices, fields={"spec.driver": "probe.invalid"}, what=what))
+
     def get_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
-        _, claims = self._kinds(self.resource_version())
+        what = f"get ResourceClaim {namespace}/{name}"
         try:
-            found = self._call(
-                f"get ResourceClaim {namespace}/{name}", self.client.get, claims, name, namespace=namespace
-            )
-        except ApiError as exc:
-            if exc.status == 404:
-                return None
-            raise
+            with until(time.monotonic() + CLAIM_READ_S):
+                _, claims = self._kinds(self.resource_version())
+                found = self.client.get(claims, name, namespace=namespace, what=what)
+        except NotFound:
+            return None
+        except KubeError as exc:
+            raise ApiError(str(exc), exc.status) from exc
         return dict(found.to_dict())
 
     def list_slices(self, driver: str, node_name: str) -> list[dict[str, Any]]:
         slices, _ = self._kinds(self.resource_version())
-        fields: dict[str, Any] = {"spec.driver": driver, "spec.nodeName": node_name}
-        listed = self._call("list ResourceSlices", lambda: list(self.client.list(slices, fields=fields)))
+        fields = {"spec.driver": driver, "spec.nodeName": node_name}
+        listed = self._call(lambda: self.client.list_all(slices, fields=fields, what="list ResourceSlices"))
         return [dict(obj.to_dict()) for obj in listed]
 
     def apply_slice(self, obj: dict[str, Any]) -> None:
         slices, _ = self._kinds(obj["apiVersion"].rsplit("/", 1)[-1])
         name = obj["metadata"]["name"]
         try:
-            current = self._call(f"get ResourceSlice {name}", self.client.get, slices, name)
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
-            self._call(f"create ResourceSlice {name}", self.client.create, slices(obj))
+            current = self.client.get(slices, name, what=f"get ResourceSlice {name}")
+        except NotFound:
+            self._call(lambda: self.client.create(slices.from_dict(obj), what=f"create ResourceSlice {name}"))
             return
-        body = {
-            **obj,
-            "metadata": {**obj["metadata"], "resourceVersion": current.to_dict()["metadata"]["resourceVersion"]},
-        }
-        self._call(f"replace ResourceSlice {name}", self.client.replace, slices(body))
+        except KubeError as exc:
+            raise ApiError(str(exc), exc.status) from exc
+        version = (current.to_dict().get("metadata") or {}).get("resourceVersion")
+        body = {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
+        self._call(lambda: self.client.replace(slices.from_dict(body), what=f"replace ResourceSlice {name}"))
 
     def delete_slice(self, name: str) -> None:
         slices, _ = self._kinds(self.resource_version())
         try:
-            self._call(f"delete ResourceSlice {name}", self.client.delete, slices, name)
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
+            self.client.delete(slices, name, what=f"delete ResourceSlice {name}")
+        except NotFound:
+            return
+        except KubeError as exc:
+            raise ApiError(str(exc), exc.status) from exc

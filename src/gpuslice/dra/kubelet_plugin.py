@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpuslice.dra.api import ApiError, ResourceApi
+from gpuslice.dra.claim_reads import ClaimReads
 from gpuslice.dra.contract import ClaimDriver
 from gpuslice.dra.devices import DraDevice
 from gpuslice.dra.health_service import ResourceHealthService, add_health_service
@@ -22,6 +23,7 @@ log = logging.getLogger("gpuslice.dra")
 
 _NODE_WORKERS = 8
 _REGISTRATION_WORKERS = 2
+UNPUBLISH_WAIT_S = 0.8  # at stop: SIGTERM must end the process within 2 s whatever the API server does
 
 
 class KubeletPlugin:
@@ -33,9 +35,11 @@ class KubeletPlugin:
     the kubelet registers us again. It knows nothing of GPUs: the driver prepares, and `health` says
     which of `devices` are offered.
 
-    Start order: dra.sock, then the registration socket (the kubelet never reaches a plugin that cannot
-    answer), then the first publish of the slices. Stop: registration first (the kubelet stops sending), then
-    dra.sock, then the slices are deleted.
+    Start order: dra.sock, then slice publishing (on a thread of its own: the start never waits for the
+    API server), then the registration socket, so the kubelet never reaches a plugin that cannot answer
+    yet. A publishing thread that dies is started again. Stop: registration first (the kubelet stops
+    sending), then dra.sock, then the slices are deleted, waiting at most UNPUBLISH_WAIT_S for the API.
+    `reads`, when given, reads the claims of each prepare call at once (dra.claim_reads).
     """
 
     def __init__(
@@ -46,8 +50,10 @@ class KubeletPlugin:
         pool_name: str,
         devices: Sequence[DraDevice],
         health: HealthStore,
+        reads: ClaimReads | None = None,
     ) -> None:
         self.settings = settings
+        self.reads = reads
         self.api = api
         self.driver = driver
         self.pool_name = pool_name
@@ -77,16 +83,9 @@ class KubeletPlugin:
         self.health_service.stopping.clear()
         self._node_server = serve(self.settings.dra_socket, self._add_node_services, _NODE_WORKERS, "dra-node")
         self.slices = SliceController(self.api, self.pool_spec, self.published_devices, self.settings.resync_s)
-        self._remove_listener = self.health.add_listener(self.slices.poke)
-        # The node service answers (and the driver watches health) from here on, so the kubelet may register
-        # us now; the first publish (the API client's making and its round trips: most of a start) follows,
-        # and every registration pokes the slices again (a starting kubelet deletes the node's slices).
-        self._serve_registration()
-        try:
-            self.slices.sync()
-        except ApiError as exc:
-            log.warning("first publish of ResourceSlices failed (will retry): %s", exc)
         self.slices.start()
+        self._remove_listener = self.health.add_listener(self.slices.poke)
+        self._serve_registration()
         self._stop.clear()
         self._watcher = threading.Thread(target=self._watch_socket, name="dra-reg-watch", daemon=True)
         self._watcher.start()
@@ -99,7 +98,7 @@ class KubeletPlugin:
         )
 
     def _add_node_services(self, server: Any) -> None:
-        add_node_services(server, self.driver, self.settings.call_budget_s)
+        add_node_services(server, self.driver, self.settings.call_budget_s, self.reads)
         add_health_service(server, self.health_service)
 
     def _serve_registration(self) -> None:
@@ -112,8 +111,12 @@ class KubeletPlugin:
 
     def _watch_socket(self) -> None:
         # The kubelet finds plugins by their registration socket; if it vanished (a cleanup, a kubelet
-        # reinstall) we put it back, and the plugin watcher registers us again.
+        # reinstall) we put it back, and the plugin watcher registers us again. A publishing thread that
+        # died is started again: without it the node's devices would vanish from the scheduler for good.
         while not self._stop.wait(self.settings.socket_check_s):
+            if self.slices is not None and not self.slices.alive:
+                log.error("the ResourceSlice publisher stopped; starting it again")
+                self.slices.start()
             server = self._registration_server
             if server is not None and not server.socket_present():
                 log.warning("registration socket %s disappeared; serving it again", server.path)
@@ -143,7 +146,20 @@ class KubeletPlugin:
         if self.slices is not None:
             self.slices.stop()
             if delete_slices:
-                try:
-                    self.slices.delete_all()
-                except ApiError as exc:
-                    log.warning("could not delete our ResourceSlices: %s", exc)
+                _unpublish(self.slices)
+
+
+def _unpublish(slices: SliceController) -> None:
+    """Delete our slices, waiting at most UNPUBLISH_WAIT_S (the scheduler drops a dead node's later)."""
+
+    def delete() -> None:
+        try:
+            slices.delete_all()
+        except ApiError as exc:
+            log.warning("could not delete our ResourceSlices: %s", exc)
+
+    worker = threading.Thread(target=delete, name="dra-unpublish", daemon=True)
+    worker.start()
+    worker.join(UNPUBLISH_WAIT_S)
+    if worker.is_alive():
+        log.warning("the API server did not answer within %g s; leaving our ResourceSlices", UNPUBLISH_WAIT_S)

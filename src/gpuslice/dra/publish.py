@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -12,27 +13,46 @@ from gpuslice.dra.api import ApiError, ResourceApi
 from gpuslice.dra.counters import CounterSupport
 from gpuslice.dra.devices import DraDevice
 from gpuslice.dra.slices import PoolSpec, build_slices
+from gpuslice.kube import RetryBackoff
 
 log = logging.getLogger("gpuslice.dra")
 
 DEFAULT_RESYNC_S = 10.0
+MIN_SYNC_INTERVAL_S = 1.0  # pokes (health flaps, re-registrations) never sync faster than this
+STOP_WAIT_S = 0.2  # the thread is a daemon; a request it is blocked in ends when the client closes
 
 
-def _content(obj: dict[str, Any]) -> Any:
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _name(obj: Mapping[str, Any]) -> str | None:
+    name = _mapping(obj.get("metadata")).get("name")
+    return name if isinstance(name, str) and name else None
+
+
+def _generation(obj: Mapping[str, Any]) -> int:
+    generation = _mapping(_mapping(obj.get("spec")).get("pool")).get("generation", 0)
+    return generation if isinstance(generation, int) and not isinstance(generation, bool) else 0
+
+
+def _content(obj: Mapping[str, Any]) -> Any:
     """What a slice says, apart from its generation (which we bump) and server-set fields."""
-    spec = dict(obj.get("spec", {}))
+    spec = dict(_mapping(obj.get("spec")))
     spec["devices"] = spec.get("devices") or []  # a server may return an absent list as empty, or drop it
-    pool = dict(spec.get("pool", {}))
+    pool = dict(_mapping(spec.get("pool")))
     pool.pop("generation", None)
     spec["pool"] = pool
-    return obj.get("apiVersion"), obj.get("metadata", {}).get("name"), spec
+    return obj.get("apiVersion"), _name(obj), spec
 
 
 class SliceController:
     """Publishes `devices()` as the pool's slices. `sync()` is idempotent and cheap when nothing changed.
 
     The generation only grows: it starts above the highest one found on the server, so a restarted
-    plugin never publishes a generation the scheduler would ignore as older.
+    plugin never publishes a generation the scheduler would ignore as older. The thread survives every
+    failed attempt (an API error, a malformed answer, a bug): it logs, waits its RetryBackoff (1 s doubling to
+    30 s) and tries again; a success waits the resync interval. `alive` says whether it still runs.
     """
 
     def __init__(
@@ -54,6 +74,7 @@ class SliceController:
         self.counters = CounterSupport()  # whether the server keeps shared counters (dra.counters)
         self._lock = threading.RLock()
         self._wake = threading.Event()
+        self._synced = threading.Event()  # set once a sync has completed
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -77,10 +98,9 @@ class SliceController:
 
     def _publish(self) -> bool:
         with self._lock:
-            existing = {
-                obj["metadata"]["name"]: obj for obj in self.api.list_slices(self.pool.driver, self.pool.node_name)
-            }
-            seen = max((obj["spec"]["pool"].get("generation", 0) for obj in existing.values()), default=0)
+            listed = self.api.list_slices(self.pool.driver, self.pool.node_name)
+            existing = {name: obj for obj in listed if (name := _name(obj)) is not None}
+            seen = max((_generation(obj) for obj in existing.values()), default=0)
             wanted = build_slices(self.pool, self.counters.offered(self.devices()), max(self.generation, 1))
             same = len(existing) == len(wanted) and all(
                 obj["metadata"]["name"] in existing and _content(existing[obj["metadata"]["name"]]) == _content(obj)
@@ -122,7 +142,9 @@ class SliceController:
             if self._pool is None:
                 return  # never resolved, so never published
             for obj in self.api.list_slices(self.pool.driver, self.pool.node_name):
-                self.api.delete_slice(obj["metadata"]["name"])
+                name = _name(obj)
+                if name is not None:
+                    self.api.delete_slice(name)
             log.info("deleted the ResourceSlices of pool %s", self.pool.node_name)
 
     def poke(self) -> None:
@@ -138,14 +160,40 @@ class SliceController:
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=STOP_WAIT_S)
             self._thread = None
 
+    @property
+    def alive(self) -> bool:
+        """False when the publishing thread should run and does not (the /healthz answer)."""
+        return self._stop.is_set() or (self._thread is not None and self._thread.is_alive())
+
     def _run(self) -> None:
+        backoff = RetryBackoff()
         while not self._stop.is_set():
-            try:
-                self.sync()
-            except (ApiError, OSError) as exc:
-                log.warning("publishing ResourceSlices failed (retrying in %g s): %s", self.resync_s, exc)
-            self._wake.wait(self.resync_s)
+            started = time.monotonic()
+            if self._attempt():
+                backoff.success()
+                self._wake.wait(self.resync_s)
+            else:
+                delay = backoff.failure()
+                log.info("next ResourceSlice sync in %.1f s", delay)
+                self._stop.wait(delay)  # a poke does not cut a backoff short
             self._wake.clear()
+            self._stop.wait(max(0.0, started + MIN_SYNC_INTERVAL_S - time.monotonic()))
+
+    def wait_synced(self, timeout_s: float) -> bool:
+        """True once a sync has completed (the start does not wait for one: tests and the demo may)."""
+        return self._synced.wait(timeout_s)
+
+    def _attempt(self) -> bool:
+        try:
+            self.sync()
+        except (ApiError, OSError) as exc:
+            log.warning("publishing ResourceSlices failed: %s", exc)
+            return False
+        except Exception:  # a malformed answer or a bug: publishing must go on, or the GPUs vanish for good
+            log.exception("publishing ResourceSlices failed unexpectedly")
+            return False
+        self._synced.set()
+        return True

@@ -11,6 +11,7 @@ from typing import Any
 
 import grpc
 
+from gpuslice.dra.claim_reads import ClaimReads
 from gpuslice.dra.claims import ClaimPrepareError, ClaimRef
 from gpuslice.dra.contract import ClaimDriver
 from gpuslice.dra.names import DRA_SUPPORTED_VERSIONS, PLUGIN_TYPE
@@ -53,15 +54,29 @@ class NodeService:
     never fails the call, so one bad claim cannot stop the others.
     """
 
-    def __init__(self, driver: ClaimDriver, pb: Any, budget_s: float = CALL_BUDGET_S) -> None:
+    def __init__(
+        self, driver: ClaimDriver, pb: Any, budget_s: float = CALL_BUDGET_S, reads: ClaimReads | None = None
+    ) -> None:
         self.driver = driver
         self.pb = pb
         self.budget_s = budget_s
+        self.reads = reads
 
     def NodePrepareResources(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC method name)
         end = time.monotonic() + _budget(context, self.budget_s)
+        refs = _refs(request, context)
+        if self.reads is None:
+            return self._prepare_all(refs, end)
+        # Read every claim at once (each with its own deadline); half the budget is left to prepare.
+        self.reads.prefetch(refs, (end - time.monotonic()) / 2)
+        try:
+            return self._prepare_all(refs, end)
+        finally:
+            self.reads.done()
+
+    def _prepare_all(self, refs: list[ClaimRef], end: float) -> Any:
         response = self.pb.NodePrepareResourcesResponse()
-        for ref in _refs(request, context):
+        for ref in refs:
             entry = response.claims[ref.uid[:MAX_FIELD_LENGTH]]
             try:
                 devices = self.driver.prepare(ref, end - time.monotonic())
@@ -98,10 +113,15 @@ class NodeService:
         return response
 
 
-def add_node_services(server: Any, driver: ClaimDriver, budget_s: float = CALL_BUDGET_S) -> None:
-    """Both versions on one server: a 1.32 kubelet calls v1beta1, 1.34+ calls v1."""
-    dra_v1_grpc.add_DRAPluginServicer_to_server(NodeService(driver, dra_v1_pb2, budget_s), server)  # type: ignore[no-untyped-call]
-    dra_v1beta1_grpc.add_DRAPluginServicer_to_server(NodeService(driver, dra_v1beta1_pb2, budget_s), server)  # type: ignore[no-untyped-call]
+def add_node_services(
+    server: Any, driver: ClaimDriver, budget_s: float = CALL_BUDGET_S, reads: ClaimReads | None = None
+) -> None:
+    """Both versions on one server: a 1.32 kubelet calls v1beta1, 1.34+ calls v1. With `reads`, the claims
+    of each prepare call are read from the API server at once before the driver prepares them."""
+    v1 = NodeService(driver, dra_v1_pb2, budget_s, reads)
+    v1beta1 = NodeService(driver, dra_v1beta1_pb2, budget_s, reads)
+    dra_v1_grpc.add_DRAPluginServicer_to_server(v1, server)  # type: ignore[no-untyped-call]
+    dra_v1beta1_grpc.add_DRAPluginServicer_to_server(v1beta1, server)  # type: ignore[no-untyped-call]
 
 
 @dataclass

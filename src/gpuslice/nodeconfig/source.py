@@ -38,8 +38,9 @@ class NodeEvent:
 class NodeSource(Protocol):
     """One Node through the Kubernetes API (nodeconfig.kube.LightkubeNodeSource, or FakeNodeSource)."""
 
-    def get(self, node_name: str) -> NodeState:
-        """The node now; NodeSourceError when the API cannot answer."""
+    def get(self, node_name: str, deadline_s: float | None = None) -> NodeState:
+        """The node now, within `deadline_s` (None: the client's own); NodeSourceError when the API cannot
+        answer in time."""
         ...
 
     def watch(self, node_name: str, resource_version: str) -> Iterator[NodeEvent]:
@@ -67,7 +68,7 @@ class FakeNodeSource:
     watches: list[str] = field(default_factory=list)  # the resource version each watch resumed from
     _stream: queue.Queue[NodeEvent | str] = field(default_factory=queue.Queue)
 
-    def get(self, node_name: str) -> NodeState:
+    def get(self, node_name: str, deadline_s: float | None = None) -> NodeState:
         self.gets += 1
         if self.fail_gets > 0:
             self.fail_gets -= 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
@@ -14,6 +15,7 @@ from gpuslice.config.node_config import (
     choose_config,
     list_configs,
 )
+from gpuslice.kube import RetryBackoff
 from gpuslice.nodeconfig.source import NodeSource, NodeSourceError, WatchExpired
 
 log = logging.getLogger("gpuslice.nodeconfig")
@@ -22,6 +24,11 @@ log = logging.getLogger("gpuslice.nodeconfig")
 ApplyConfig = Callable[[NodeConfigChoice], bool]
 RETRY_FIRST_S = 1.0
 RETRY_MAX_S = 30.0
+# How long the start waits for the node's label before choosing without it (the thread reads it later).
+START_WAIT_S = 5.0
+# A watch that ends sooner than this without an error was no success: the next one waits its backoff
+# (a server that answers 200 and closes at once must not be asked again at once).
+HEALTHY_STREAM_S = 10.0
 _UNSEEN = object()  # the label has not been read yet (so None, "no label", is a change)
 
 
@@ -43,8 +50,11 @@ class NodeConfigWatcher:
 
     The thread GETs the node, then watches it from that resource version; bookmarks move the version on,
     a dropped connection resumes the watch from the last version seen, and a 410 Gone (version too old)
-    starts again with a GET. Failures are retried with a doubling backoff. Only a change of this node's
-    label value leads to a choice (nodes are MODIFIED every few seconds by status updates).
+    starts again with a GET. Every fault (an error, a 410, a watch that ends early) waits a RetryBackoff
+    before the next request, and only a watch that ran HEALTHY_STREAM_S resets it: events do not, so a
+    server that answers with one event and hangs up is asked at most once a second, then ever more slowly.
+    Only a change of this node's label value leads to a choice (nodes are MODIFIED every few seconds by
+    status updates). An unexpected error in an attempt is logged and retried; it never ends the thread.
     """
 
     def __init__(
@@ -55,12 +65,16 @@ class NodeConfigWatcher:
         *,
         retry_first_s: float = RETRY_FIRST_S,
         retry_max_s: float = RETRY_MAX_S,
+        start_wait_s: float = START_WAIT_S,
+        healthy_stream_s: float = HEALTHY_STREAM_S,
     ) -> None:
         self.settings = settings
         self.source = source
         self.observer = observer
         self.retry_first_s = retry_first_s
         self.retry_max_s = retry_max_s
+        self.start_wait_s = start_wait_s
+        self.healthy_stream_s = healthy_stream_s
         self.current: NodeConfigChoice | None = None
         self._seen: object = _UNSEEN
         self._apply: ApplyConfig | None = None
@@ -72,12 +86,13 @@ class NodeConfigWatcher:
     def initial_choice(self) -> NodeConfigChoice:
         """The config to start with; NodeConfigError when none can be chosen (the process should not start).
 
-        When the API cannot be read the label counts as absent (default, then fallbacks) and the thread
-        keeps trying; a label naming no config falls back too, and says so.
+        The label is waited for at most `start_wait_s`; when the API cannot answer by then the label counts
+        as absent (default, then fallbacks) and the thread keeps trying, switching when it arrives. A label
+        naming no config falls back too, and says so.
         """
         value: str | None = None
         try:
-            state = self.source.get(self.settings.node_name)
+            state = self.source.get(self.settings.node_name, self.start_wait_s)
         except NodeSourceError as exc:
             self._api_error(exc)
             log.warning("node %s: label unreadable at start, choosing without it", self.settings.node_name)
@@ -104,6 +119,11 @@ class NodeConfigWatcher:
         self._thread = threading.Thread(target=self._run, name="gpuslice-node-config", daemon=True)
         self._thread.start()
 
+    @property
+    def alive(self) -> bool:
+        """False when the following thread was started and has died (the /healthz answer)."""
+        return self._thread is None or self._thread.is_alive() or self._stop.is_set()
+
     def stop(self, timeout_s: float = 0.5) -> None:
         """Stop following: waits for a reload in progress, and nothing is applied after this returns.
 
@@ -118,28 +138,45 @@ class NodeConfigWatcher:
             self._thread.join(timeout_s)
 
     def _run(self) -> None:
-        delay = self.retry_first_s
+        backoff = RetryBackoff(self.retry_first_s, max(self.retry_max_s, self.retry_first_s))
         while not self._stop.is_set():
-            try:
-                if self._resource_version is None:
-                    state = self.source.get(self.settings.node_name)
-                    self._resource_version = state.resource_version
-                    self.labels_seen(state.labels)
-                for event in self.source.watch(self.settings.node_name, self._resource_version):
-                    if self._stop.is_set():
-                        return
-                    delay = self.retry_first_s
-                    self._resource_version = event.resource_version or self._resource_version
-                    if event.kind in ("ADDED", "MODIFIED") and event.labels is not None:
-                        self.labels_seen(event.labels)
-            except WatchExpired as exc:
-                log.info("node %s: %s; getting the node again", self.settings.node_name, exc)
-                self._resource_version = None
-            except NodeSourceError as exc:
-                self._api_error(exc)
-                if self._stop.wait(delay):
-                    return
-                delay = min(delay * 2, self.retry_max_s)
+            if self._attempt():
+                backoff.success()
+            elif backoff.wait(self._stop):
+                return
+
+    def _attempt(self) -> bool:
+        """One GET (when needed) and one watch stream; True when it counts as a success."""
+        started = time.monotonic()
+        try:
+            if self._resource_version is None:
+                state = self.source.get(self.settings.node_name)
+                self._resource_version = state.resource_version
+                self.labels_seen(state.labels)
+            for event in self.source.watch(self.settings.node_name, self._resource_version):
+                if self._stop.is_set():
+                    return True
+                self._resource_version = event.resource_version or self._resource_version
+                if event.kind in ("ADDED", "MODIFIED") and event.labels is not None:
+                    self.labels_seen(event.labels)
+        except WatchExpired as exc:
+            log.info("node %s: %s; getting the node again", self.settings.node_name, exc)
+            self._resource_version = None
+            return False
+        except NodeSourceError as exc:
+            self._api_error(exc)
+            return False
+        except Exception:  # a bug must not end the thread: the label would never be followed again
+            log.exception("node %s: following the label failed; retrying", self.settings.node_name)
+            self._seen, self._resource_version = _UNSEEN, None  # the retry reads and judges the label anew
+            if self.observer is not None:
+                self.observer.api_error()
+            return False
+        lived = time.monotonic() - started
+        if lived < self.healthy_stream_s:
+            log.info("node %s: the watch ended after %.1f s; waiting before the next", self.settings.node_name, lived)
+            return False
+        return True
 
     def labels_seen(self, labels: Mapping[str, str]) -> None:
         """The node's labels now: choose and apply a config if this node's label value changed."""

@@ -78,6 +78,7 @@ class PluginRuntime:
             else None
         )
         self._hooks: list[ShutdownHook] = []
+        self._liveness: list[tuple[str, Callable[[], bool]]] = []
         self._lock = threading.Lock()
         self._started = False
         self._stopped = False
@@ -86,6 +87,12 @@ class PluginRuntime:
         """Run `hook` at stop(), after the servers are down (e.g. stop MPS control daemons)."""
         with self._lock:
             self._hooks.append(hook)
+
+    def add_liveness_check(self, name: str, check: Callable[[], bool]) -> None:
+        """/healthz turns red while `check()` is False (a background thread, such as the node-config
+        watcher, that should run and does not)."""
+        with self._lock:
+            self._liveness.append((name, check))
 
     def start(self) -> None:
         with self._lock:
@@ -134,6 +141,9 @@ class PluginRuntime:
         """/healthz: the background threads that must run are running, and every gRPC server answers."""
         if self.health_loop is not None and not self.health_loop.alive:
             return False, "health loop stopped"
+        for name, check in list(self._liveness):
+            if not check():
+                return False, f"{name} stopped"
         return probe_serving(server.socket_path for server in self.manager.servers if server.serving)
 
     def resources_expected(self) -> bool:

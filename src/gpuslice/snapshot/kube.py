@@ -1,39 +1,38 @@
-"""The ClusterReader over lightkube: read-only paged lists of nodes, pods and the DRA objects where served."""
+"""The ClusterReader over the one API client: read-only paged lists of nodes, pods and the DRA objects where served."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
+from gpuslice.kube import DeadlineExceeded, KubeClient, KubeError, Limits, NoConfig, TooManyPages
+from gpuslice.kube.client import MiB
+from gpuslice.kube.deadline import until
+from gpuslice.kube.resources import typed_resource
 from gpuslice.snapshot.source import DEFAULT_PAGE_SIZE, MAX_OBJECTS, Kind, SnapshotError, check_count
 
 # DRA's API versions, newest first: a cluster serves one or more of them (v1 from Kubernetes 1.34).
 DRA_VERSIONS = ("resource_v1", "resource_v1beta2", "resource_v1beta1")
 NOT_SERVED = (404, 405)
+DEADLINE_SLACK_S = 0.5
+ALL_NAMESPACES = "*"  # lightkube's name for a list across every namespace
+SNAPSHOT_FIELD_MANAGER = "gpuslice-snapshot"  # never used: the snapshot only reads
 
 
 def _resource(kind: Kind, version: str = "") -> Any:
-    import importlib
-
     if kind == "nodes":
-        from lightkube.resources.core_v1 import Node
-
-        return Node
+        return typed_resource("core_v1", "Node")
     if kind == "pods":
-        from lightkube.resources.core_v1 import Pod
-
-        return Pod
-    module = importlib.import_module(f"lightkube.resources.{version}")
-    return module.ResourceSlice if kind == "resourceslices" else module.ResourceClaim
+        return typed_resource("core_v1", "Pod")
+    return typed_resource(version, "ResourceSlice" if kind == "resourceslices" else "ResourceClaim")
 
 
 class LightkubeReader:
-    """Lists through an already built lightkube Client (in-cluster config or a kubeconfig, with its own
-    per-request timeout); only `list` is ever sent. Pages of `page_size`, at most enough pages for the
-    kind's object cap (a server that answers `continue` forever is refused), the deadline checked
-    before each page."""
+    """Lists through the one API client (gpuslice.kube: in-cluster config or a kubeconfig); only `list` is
+    ever sent. Pages of `page_size`, at most enough pages for the kind's object cap (a server that answers
+    `continue` forever is refused), every request bounded by the read's total deadline."""
 
-    def __init__(self, client: Any, page_size: int = DEFAULT_PAGE_SIZE) -> None:
+    def __init__(self, client: KubeClient, page_size: int = DEFAULT_PAGE_SIZE) -> None:
         self._client = client
         self._page_size = page_size
 
@@ -48,40 +47,32 @@ class LightkubeReader:
         return None
 
     def _list(self, kind: Kind, resource: Any, deadline: float) -> list[dict[str, Any]]:
-        from lightkube import ALL_NS, ApiError
-
-        # lightkube's Client.list follows `continue` with no end; its generic client hands out one page
-        # at a time (the same pinned client nodeconfig.kube uses), so pages can be counted and capped.
-        generic = self._client._client
-        namespace = ALL_NS if kind in ("pods", "resourceclaims") else None  # else the client's own namespace
-        request = generic.prepare_request("list", res=resource, namespace=namespace, params={"limit": self._page_size})
+        namespace = ALL_NAMESPACES if kind in ("pods", "resourceclaims") else None
         max_pages = MAX_OBJECTS[kind] // self._page_size + 2
-        objects: list[dict[str, Any]] = []
-        pages = generic.list_chunks(request)
+        if time.monotonic() > deadline:
+            raise SnapshotError(f"listing {kind} passed the deadline")
         try:
-            for page in range(max_pages + 1):
-                if time.monotonic() > deadline:
-                    raise SnapshotError(f"listing {kind} passed the deadline after {page} page(s)")
-                if page == max_pages:
-                    raise SnapshotError(f"listing {kind}: the API server sent more than {max_pages} pages")
-                chunk = next(pages, None)
-                if chunk is None:
-                    return objects
-                objects.extend(_plain(item) for item in chunk[1])
-                check_count(kind, len(objects))
-        except ApiError as exc:
-            code = exc.status.code
-            if kind not in ("nodes", "pods") and code in NOT_SERVED:
+            # Every page, and every byte of it, ends just after the read's total deadline: read_cluster
+            # reports the deadline itself, and this thread cannot outlive it by more than the slack.
+            with until(deadline + DEADLINE_SLACK_S):
+                listed = self._client.list_all(
+                    resource, namespace=namespace, page_size=self._page_size, max_pages=max_pages, what=f"list {kind}"
+                )
+        except DeadlineExceeded:
+            raise SnapshotError(f"listing {kind} passed the deadline") from None
+        except TooManyPages:
+            raise SnapshotError(f"listing {kind}: the API server sent more than {max_pages} pages") from None
+        except KubeError as exc:
+            if kind not in ("nodes", "pods") and exc.status in NOT_SERVED:
                 raise _NotServed from None
-            verb = "forbidden (see deploy/ for the snapshot's read-only ClusterRole)" if code == 403 else "failed"
-            raise SnapshotError(f"listing {kind} {verb}: HTTP {code}: {exc.status.message}") from None
-        except SnapshotError:
-            raise
-        except Exception as exc:  # httpx transport errors, lightkube decoding errors: one line for the user
-            raise SnapshotError(f"listing {kind} failed: {type(exc).__name__}: {exc}") from None
-        finally:
-            pages.close()
-        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+            if exc.status == 403:
+                raise SnapshotError(
+                    f"listing {kind} forbidden (see deploy/ for the snapshot's read-only ClusterRole): {exc}"
+                ) from None
+            raise SnapshotError(f"listing {kind} failed: {exc}") from None
+        objects = [_plain(item) for item in listed]
+        check_count(kind, len(objects))
+        return objects
 
 
 class _NotServed(Exception):
@@ -97,18 +88,19 @@ def _plain(item: Any) -> dict[str, Any]:
 
 
 SNAPSHOT_REQUEST_TIMEOUT_S = 15.0  # per request; the snapshot's total deadline bounds the whole read
+# A page of 500 pods runs to several MiB; the object caps (source.MAX_OBJECTS) bound the whole read.
+SNAPSHOT_LIMITS = Limits(deadline_s=SNAPSHOT_REQUEST_TIMEOUT_S, max_body_bytes=64 * MiB, max_pages=1000, page_size=500)
 
 
-def build_client(kubeconfig: str | None = None, context: str | None = None) -> Any:
-    """A lightkube Client: from `kubeconfig` (and `context`) when given, else in-cluster config or
-    $KUBECONFIG / ~/.kube/config as lightkube finds them. (The one place to swap in a shared client.)"""
-    import httpx2
-    from lightkube import Client, KubeConfig
-
+def build_client(kubeconfig: str | None = None, context: str | None = None) -> KubeClient:
+    """The API client: from `kubeconfig` (and `context`) when given, else in-cluster config or
+    $KUBECONFIG / ~/.kube/config; SnapshotError (one line) when there is none."""
     try:
-        config: Any = KubeConfig.from_file(kubeconfig) if kubeconfig else None
-        if context:
-            config = (config or KubeConfig.from_env()).get(context_name=context)
-        return Client(config=config, timeout=httpx2.Timeout(SNAPSHOT_REQUEST_TIMEOUT_S))
-    except Exception as exc:  # lightkube raises several config error types; all mean "no usable cluster config"
-        raise SnapshotError(f"no Kubernetes API configuration (in-cluster or kubeconfig): {exc}") from None
+        client = KubeClient.from_environment(
+            SNAPSHOT_FIELD_MANAGER, kubeconfig=kubeconfig, context=context, limits=SNAPSHOT_LIMITS, required=True
+        )
+    except NoConfig as exc:
+        raise SnapshotError(str(exc)) from None
+    if not client.configured:  # a kubeconfig that names a missing CA file, say: already said why
+        raise SnapshotError(client.problem or "no API server configured")
+    return client
