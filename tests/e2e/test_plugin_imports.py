@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpuslice.kubelet import MockKubelet
+from gpuslice.kubelet.dra_mock import MockDraKubelet
 from tests.support.process import clean_env, finish
 
 WAIT_S = 20.0
@@ -165,3 +166,47 @@ def test_a_plugin_with_a_valid_config_file_never_loads_pydantic(workdir: Path) -
     imported = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", err, flags=re.MULTILINE)
     assert "yaml" in imported and "gpuslice.config.direct" in imported
     assert offending(imported, NOT_ON_CONFIG_FILE_PLUGIN_PATH) == []
+
+
+# `gpuslice dra` registers with the kubelet before it needs the API client (made on the first API call, on
+# the publisher's thread) or a claim's opaque-config models (pydantic, loaded by the first config of ours)
+NOT_ON_DRA_START_PATH = ("pydantic", "pydantic_core", "gpuslice.dra.opaque", "lightkube", "httpx2")
+DRA_BUILT = """
+from pathlib import Path
+from gpuslice.dra.app import DraApp
+from gpuslice.dra.kube import LightkubeResourceApi
+api = LightkubeResourceApi("http://127.0.0.1:1")
+"""
+
+
+def test_a_dra_start_loads_no_api_client_and_no_opaque_models_before_a_call() -> None:
+    modules = modules_after(f"exec({DRA_BUILT!r})")
+    assert "gpuslice.dra.app" in modules and "gpuslice.dra.claims" in modules and "gpuslice.dra.mps" in modules
+    assert offending(modules, NOT_ON_DRA_START_PATH) == []
+
+
+def test_a_dra_process_with_a_valid_config_file_and_no_claims_never_loads_pydantic(workdir: Path) -> None:
+    """Publishing and registering need no opaque-config models: pydantic loads with a claim's first config."""
+    config = workdir / "config.yaml"
+    config.write_text(CONFIG_FILE)
+    with MockDraKubelet(workdir / "dra", "imports-node") as kubelet:
+        args = ["dra", "--backend", "fake", "--node-spec", "preset:h100x4", "--node-name", "imports-node"]
+        args += ["--driver-name", "gpu.gpuslice.io", "--config-file", str(config), "--kube-api-server", kubelet.api_url]
+        args += ["--plugins-registry", str(kubelet.registry_dir), "--plugins-dir", str(kubelet.plugins_dir)]
+        args += ["--cdi-spec-dir", str(workdir / "cdi")]
+        process = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-m", "gpuslice", *args],
+            env=clean_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert kubelet.watcher.wait_registered("gpu.gpuslice.io", timeout=WAIT_S)
+            assert kubelet.wait_for_slices("gpu.gpuslice.io", min_devices=4, timeout=WAIT_S)
+        finally:
+            code, err = finish(process, signal.SIGTERM)
+    assert code == 0, err[-2000:]
+    imported = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", err, flags=re.MULTILINE)
+    assert "gpuslice.dra.claims" in imported and "lightkube" in imported  # it published through the client
+    assert offending(imported, ("pydantic", "pydantic_core", "gpuslice.dra.opaque")) == []

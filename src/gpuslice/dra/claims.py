@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpuslice.dra.opaque import ConfigDecodeError, DeviceConfig, decode_parameters
+if TYPE_CHECKING:  # the opaque models (pydantic) load with the first config of ours a claim carries
+    from gpuslice.dra.opaque import DeviceConfig
 
 MAX_RESULTS = 32  # AllocationResultsMaxSize
 MAX_ALLOCATION_CONFIGS = 64  # 32 from the class and 32 from the claim
@@ -107,6 +108,10 @@ def _decode_configs(
         source = entry.get("source", "FromClaim")
         rank = (1 if source == "FromClaim" else 0) * 1000 + position
         requests = entry.get("requests") or []
+        # imported here: pydantic and the models cost a DRA start ~100 ms, and a claim without a config of
+        # ours needs neither
+        from gpuslice.dra.opaque import ConfigDecodeError, decode_parameters
+
         try:
             config = decode_parameters(opaque.get("parameters"))
         except ConfigDecodeError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -25,21 +26,37 @@ class LightkubeResourceApi:
 
     Without any configuration it still serves: every call fails as an ApiError, so publishing retries and
     claims get a clear error. Each call has the client's total deadline (well inside the kubelet's 45 s).
+    The client is made on the first call (the publisher's first sync): making it loads lightkube and httpx,
+    which registration with the kubelet has no need to wait for.
     """
 
     def __init__(self, server: str | None = None, client: KubeClient | None = None) -> None:
-        if client is None:
-            client = (
-                KubeClient.for_server(server, DRA_FIELD_MANAGER)
-                if server
-                else KubeClient.from_environment(DRA_FIELD_MANAGER)
-            )
-        self.client = client
+        self._server = server
+        self._client = client
+        self._made = threading.Lock()
+        self._closed = False
         self._version: str | None = None
+
+    @property
+    def client(self) -> KubeClient:
+        with self._made:
+            if self._client is None:
+                self._client = (
+                    KubeClient.for_server(self._server, DRA_FIELD_MANAGER)
+                    if self._server
+                    else KubeClient.from_environment(DRA_FIELD_MANAGER)
+                )
+                if self._closed:  # closed before its first call: refuses every request, as a closed one does
+                    self._client.close()
+            return self._client
 
     def close(self) -> None:
         """End requests in flight (the process stops)."""
-        self.client.close()
+        with self._made:
+            self._closed = True
+            client = self._client
+        if client is not None:
+            client.close()
 
     def _kinds(self, version: str) -> tuple[Any, Any]:
         slices = generic_resource(API_GROUP, version, "ResourceSlice", "resourceslices", namespaced=False)

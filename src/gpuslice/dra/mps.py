@@ -5,13 +5,16 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuslice.allocation.mps_edits import CONTAINER_SHM
-from gpuslice.dra.opaque import MpsConfig
 from gpuslice.gpu import Gpu
 from gpuslice.mps import MpsControl
 from gpuslice.mps.control import PIPE_ENV
 from gpuslice.mps.daemon import READY_TIMEOUT_S, DaemonPlace, MpsStartError, quit_daemon, start_daemon
+
+if TYPE_CHECKING:  # a claim's config, decoded (gpuslice.dra.claims loads the models with the first one)
+    from gpuslice.dra.opaque import MpsConfig
 
 CONTAINER_PIPE_DIRECTORY = "/tmp/nvidia-mps"  # where NVIDIA's DRA driver mounts the pipe directory
 _MIB = 2**20

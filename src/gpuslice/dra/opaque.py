@@ -86,6 +86,11 @@ class ClaimSharing(_Strict):
         return self.time_slicing_config.interval if self.time_slicing_config is not None else "Default"
 
     @property
+    def level(self) -> int:
+        """The interval as `nvidia-smi compute-policy --set-timeslice` takes it."""
+        return TIMESLICE_LEVELS[self.interval]
+
+    @property
     def mps(self) -> MpsConfig:
         return self.mps_config if self.mps_config is not None else MpsConfig()
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuslice.allocation.cdi import CONTROL_NODES, CdiError
 from gpuslice.discovery import DEFAULT_TIMESLICE_LEVEL, MigControl, MigControlError, TimeSliceControl, TimeSliceError
@@ -26,12 +26,14 @@ from gpuslice.dra.checkpoint import ClaimCheckpoint, ClaimRecord, CreatedMig, Pr
 from gpuslice.dra.claims import AllocatedDevice, ClaimPrepareError, ClaimRef, allocation_for
 from gpuslice.dra.devices import DraDevice
 from gpuslice.dra.mps import ClaimMpsDaemons, MpsClaimError, claim_mps_edits, daemon_dir
-from gpuslice.dra.opaque import TIMESLICE_LEVELS, MpsConfig
 from gpuslice.dra.owned import OwnPaths, confine
 from gpuslice.fsutil.atomic import leftover_temp_files
 from gpuslice.gpu import Gpu, MigInstance
 from gpuslice.sharing import Isolation, Resource, weakest
 from gpuslice.sharing.dynamic import ClaimError, DynamicMig, GeometryConflict, Holding, SlotUnavailable
+
+if TYPE_CHECKING:  # a claim's config, decoded (gpuslice.dra.claims loads the models with the first one)
+    from gpuslice.dra.opaque import MpsConfig
 
 log = logging.getLogger("gpuslice.dra")
 
@@ -320,7 +322,7 @@ class Preparer:
                     deadline.check(f"setting the time-slice interval of {device.name}")
                     if self.parts.timeslice is None:
                         raise ClaimPrepareError(f"claim {ref}: this backend cannot set time-slice intervals")
-                    self.parts.timeslice.set_level(device.gpu.uuid, TIMESLICE_LEVELS[sharing.interval])
+                    self.parts.timeslice.set_level(device.gpu.uuid, sharing.level)
                     record = self._update(replace(record, timeslice_gpus=(*record.timeslice_gpus, device.gpu.uuid)))
         if mps_config is not None:
             deadline.check("starting the MPS daemon")
