@@ -6,13 +6,14 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
-
-from prometheus_client import CollectorRegistry, Gauge
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gpuslice.dra.api import ApiError
 from gpuslice.dra.devices import DraDevice
 from gpuslice.dra.slices import API_GROUP, PoolSpec, devices_of, slice_name
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
 log = logging.getLogger("gpuslice.dra")
 
@@ -131,6 +132,10 @@ class CounterSupport:
     """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        # imported here: the Prometheus client (~25 ms with http.server) loads with the first sync, on the
+        # publisher's thread, not on the way to registering with the kubelet
+        from prometheus_client import CollectorRegistry, Gauge
+
         self.registry = registry if registry is not None else CollectorRegistry()
         self.state = "unknown"
         self._state = Gauge(

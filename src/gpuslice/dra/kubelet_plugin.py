@@ -83,9 +83,9 @@ class KubeletPlugin:
         self.health_service.stopping.clear()
         self._node_server = serve(self.settings.dra_socket, self._add_node_services, _NODE_WORKERS, "dra-node")
         self.slices = SliceController(self.api, self.pool_spec, self.published_devices, self.settings.resync_s)
-        self.slices.start()
         self._remove_listener = self.health.add_listener(self.slices.poke)
         self._serve_registration()
+        self.slices.start()  # after: its first sync makes the API client, which registering need not wait for
         self._stop.clear()
         self._watcher = threading.Thread(target=self._watch_socket, name="dra-reg-watch", daemon=True)
         self._watcher.start()
