@@ -45,6 +45,10 @@ NOT_ON_DEFAULT_PLUGIN_PATH = (
     # the modules of what this plan does not use: dynamic MIG's runtime, the NVML and host-path backends
     "gpuslice.plugin.dynamic_runtime",
     "gpuslice.plugin.pod_resources_watch",
+    "gpuslice.sharing.dynamic.runtime",  # sharing.dynamic loads each module on first use: the plan only
+    "gpuslice.sharing.dynamic.geometry",
+    "gpuslice.sharing.dynamic.checkpoint",
+    "gpuslice.fsutil.checkpoint",
     "gpuslice.discovery.nvml.backend",
     "gpuslice.discovery.hostpath",
     # the generated code of the APIs only DRA speaks (gpuslice.wire imports each on first use)
@@ -138,6 +142,9 @@ NOT_ON_CONFIG_FILE_PLUGIN_PATH = (
     "pydantic_core",
     "gpuslice.config.schema",
     "tempfile",  # fsutil.atomic names its temp files itself: tempfile brings shutil, bz2, lzma and random
+    "gpuslice.sharing.dynamic.runtime",  # no dynamic MIG in the file: its runtime, geometry and checkpoint
+    "gpuslice.sharing.dynamic.geometry",
+    "gpuslice.sharing.dynamic.checkpoint",
 )
 CONFIG_FILE = """\
 version: v1

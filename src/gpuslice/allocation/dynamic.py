@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from gpuslice.allocation.allocate import container_answer, validate_request
 from gpuslice.allocation.allocator import StaticAllocator
@@ -13,8 +14,11 @@ from gpuslice.allocation.options import AllocateOptions
 from gpuslice.allocation.preferred import WholeGpuRule, preferred_allocation
 from gpuslice.gpu import MigInstance
 from gpuslice.sharing import HealthStore, Resource
-from gpuslice.sharing.dynamic import ClaimError, DynamicMig, SlotUnavailable
+from gpuslice.sharing import dynamic as dynamic_mig  # its runtime loads with the first dynamic-MIG plan
 from gpuslice.sharing.listeners import Listener
+
+if TYPE_CHECKING:
+    from gpuslice.sharing.dynamic import DynamicMig
 
 
 class DynamicAllocator(StaticAllocator):
@@ -84,9 +88,9 @@ class DynamicAllocator(StaticAllocator):
         wanted = list(dict.fromkeys(d.id for devices in validated for d in devices if geometry.is_dynamic(d.id)))
         try:
             created = self.dynamic.claim(wanted) if wanted else {}
-        except SlotUnavailable as exc:
+        except dynamic_mig.SlotUnavailable as exc:
             raise PlacementUnavailable(name, exc.slot_id, exc.reason) from exc
-        except ClaimError as exc:
+        except dynamic_mig.ClaimError as exc:
             raise AllocationFailed(str(exc)) from exc
         try:
             resource = self._with_instances(created)

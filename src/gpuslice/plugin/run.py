@@ -11,8 +11,8 @@ from gpuslice.config import Config
 from gpuslice.discovery import Backend
 from gpuslice.gpu import Node
 from gpuslice.node.served import ServedConfigError, ServedNode, backend_from_flags, build_served, use_backend
+from gpuslice.sharing import dynamic as dynamic_mig  # its checkpoint module loads only under dynamic MIG
 from gpuslice.sharing import is_dynamic
-from gpuslice.sharing.dynamic import claimed_gpus
 
 log = logging.getLogger("gpuslice.plugin")
 
@@ -41,7 +41,11 @@ def prepare(
     make = use_backend(backend) if backend is not None else backend_from_flags(backend_kind, node_spec, node_name)
 
     def claimed(config: Config, node: Node) -> frozenset[str]:
-        return claimed_gpus(Path(mig_checkpoint), node.name) if is_dynamic(config) and mig_checkpoint else frozenset()
+        return (
+            dynamic_mig.claimed_gpus(Path(mig_checkpoint), node.name)
+            if is_dynamic(config) and mig_checkpoint
+            else frozenset()
+        )
 
     try:
         served = build_served(config_file, make, overrides=overrides, claimed_gpus=claimed)

@@ -12,11 +12,12 @@ from gpuslice.fsutil.atomic import leftover_temp_files
 from gpuslice.fsutil.checkpoint import CORRUPT_SUFFIX as CORRUPT_SUFFIX  # where the plugin's callers know it
 from gpuslice.fsutil.checkpoint import CheckpointFormat, CheckpointUnusable, digest, set_aside
 from gpuslice.gpu import MigInstance
+from gpuslice.sharing.dynamic import CHECKPOINT_FILE_NAME
 from gpuslice.sharing.dynamic.geometry import Holding
 
 KIND = "gpuslice/dynamic-mig-checkpoint"
 VERSION = 2  # 1: node inside data, checksum over data only (read and upgraded)
-FILE_NAME = "gpuslice_dynamic_mig_checkpoint"  # beside the plugin sockets: the kubelet's wipe keeps regular files
+FILE_NAME = CHECKPOINT_FILE_NAME
 # A holding is ~400 bytes and a node has at most a few hundred placements: 4 MiB is ample, and bounded.
 MAX_CHECKPOINT_BYTES = 4 << 20
 

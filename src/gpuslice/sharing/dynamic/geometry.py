@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from gpuslice.gpu import ComputeCapability, Gpu, MigCatalogue, MigInstance, MigProfile, catalogue_for
 from gpuslice.gpu.refs import UUID_PATTERN
 from gpuslice.sharing.bases import mig_resource_name
+from gpuslice.sharing.dynamic.plan import slot_id as slot_id  # the plan names what it advertises
 from gpuslice.sharing.listeners import Listener, Listeners
 from gpuslice.sharing.model import AdvertisedDevice, Resource
 
@@ -32,11 +33,6 @@ class SlotUnavailable(ValueError):
 
 class GeometryConflict(ValueError):
     """Restored holdings that cannot all exist at once (overlap, unknown slot): the record is not trusted."""
-
-
-def slot_id(gpu_uuid: str, profile: MigProfile, start: int) -> str:
-    """The advertised ID of `profile` placed at memory slice `start` on GPU `gpu_uuid`."""
-    return f"{gpu_uuid}/{profile.resource_suffix}@{start}"
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,13 @@ from gpuslice.config import Config
 from gpuslice.gpu import Gpu, MigCatalogue, MigInstance, MigProfile, Node, catalogue_for
 from gpuslice.sharing.bases import mig_resource_name
 from gpuslice.sharing.build import build_static_plan
-from gpuslice.sharing.dynamic.geometry import slot_id
 from gpuslice.sharing.model import AdvertisedDevice, Resource, SharingError, SharingPlan
+
+
+def slot_id(gpu_uuid: str, profile: MigProfile, start: int) -> str:
+    """The advertised ID of `profile` placed at memory slice `start` on GPU `gpu_uuid`."""
+    return f"{gpu_uuid}/{profile.resource_suffix}@{start}"
+
 
 DYNAMIC = "dynamic"
 

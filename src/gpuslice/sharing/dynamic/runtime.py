@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from gpuslice.discovery import MigControl, MigControlError
 from gpuslice.gpu import MigInstance, catalogue_for
 from gpuslice.sharing.dynamic.checkpoint import MigCheckpoint, MigCheckpointError
-from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry, GeometryConflict, Holding, slot_id
+from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry, GeometryConflict, Holding
+from gpuslice.sharing.dynamic.plan import slot_id
 from gpuslice.sharing.model import Resource
 
 log = logging.getLogger("gpuslice.plugin.dynamic_mig")
