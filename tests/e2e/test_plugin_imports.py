@@ -49,6 +49,7 @@ NOT_ON_DEFAULT_PLUGIN_PATH = (
     "gpuslice.sharing.dynamic.geometry",
     "gpuslice.sharing.dynamic.checkpoint",
     "gpuslice.fsutil.checkpoint",
+    "gpuslice.discovery.driver_files",  # the CDI specs' driver-file search: only where specs are written
     "gpuslice.discovery.nvml.backend",
     "gpuslice.discovery.hostpath",
     # the generated code of the APIs only DRA speaks (gpuslice.wire imports each on first use)
@@ -145,6 +146,7 @@ NOT_ON_CONFIG_FILE_PLUGIN_PATH = (
     "gpuslice.sharing.dynamic.runtime",  # no dynamic MIG in the file: its runtime, geometry and checkpoint
     "gpuslice.sharing.dynamic.geometry",
     "gpuslice.sharing.dynamic.checkpoint",
+    "gpuslice.discovery.driver_files",  # no cdi-* device list strategy in the file
 )
 CONFIG_FILE = """\
 version: v1

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpuslice.discovery.driver_files import DriverFiles
+if TYPE_CHECKING:
+    from gpuslice.discovery.driver_files import DriverFiles
 
 # NVIDIA's hook names (nvidia-cdi-hook subcommands), in the order current `nvidia-ctk cdi generate` specs carry them.
 CREATE_SYMLINKS = "create-symlinks"

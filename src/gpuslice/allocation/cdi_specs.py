@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuslice.allocation.cdi import (
     ALL_DEVICES,
@@ -27,8 +27,10 @@ from gpuslice.allocation.cdi import (
 from gpuslice.allocation.cdi_driver import DISABLE_IPC, MOUNT_OPTIONS, CdiDriverOptions, driver_edits
 from gpuslice.allocation.cdi_validate import edits_host_problems
 from gpuslice.config import Config
-from gpuslice.discovery.driver_files import DriverFiles, discover_driver_files, discover_feature_files
 from gpuslice.gpu import Node
+
+if TYPE_CHECKING:
+    from gpuslice.discovery.driver_files import DriverFiles
 
 FEATURES = ("gdrcopy", "gds", "mofed")
 
@@ -103,6 +105,9 @@ def build_specs(node: Node, settings: CdiSettings, driver: DriverFiles | None = 
     specs: dict[str, Mapping[str, Any]] = {}
     if node.gpus:
         if driver is None:
+            # imported here: the driver-file search loads only where CDI specs are written, after Register
+            from gpuslice.discovery.driver_files import discover_driver_files
+
             driver = discover_driver_files(
                 settings.driver.container_driver_root,
                 node.driver_version or None,
@@ -130,6 +135,8 @@ def build_specs(node: Node, settings: CdiSettings, driver: DriverFiles | None = 
 
 def _feature_spec(feature: str, settings: CdiSettings) -> tuple[dict[str, Any], str | None]:
     """Device `all` of a GPUDirect feature: its env (as in NVIDIA's answer), device nodes and files found."""
+    from gpuslice.discovery.driver_files import discover_feature_files  # as in build_specs
+
     found = discover_feature_files(feature, settings.container_dev_root, settings.driver.container_driver_root)
     edits: dict[str, Any] = {"env": [f"{FEATURE_ENVS[feature]}=enabled"]}
     if found.device_nodes:
