@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import subprocess
@@ -237,3 +238,26 @@ def test_a_busy_metrics_port_fails_the_start_with_one_line() -> None:
     assert done.returncode == 1, done.stderr[-2000:]
     assert f"gpuslice dra: error: --metrics-port {port}: cannot listen" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_dra_process_without_a_metrics_port_never_loads_the_prometheus_client() -> None:
+    with short_temp_dir("gs") as root, MockDraKubelet(root, NODE) as kubelet:
+        node = Node(root)
+        log = root / "stderr.txt"
+        command = [sys.executable, "-X", "importtime", "-m", "gpuslice", "dra", "--backend", "fake",
+                   "--node-spec", str(node.spec), "--config-file", str(node.config),
+                   "--plugins-registry", str(kubelet.registry_dir), "--plugins-dir", str(kubelet.plugins_dir),
+                   "--cdi-spec-dir", str(node.cdi), "--kube-api-server", kubelet.api_url,
+                   "--mps-control-command", str(node.mps_program.path), "--resync-interval", "0.2"]  # fmt: skip
+        with log.open("w") as err:
+            process = subprocess.Popen(command, env=clean_env(), stdout=subprocess.DEVNULL, stderr=err)
+            try:
+                assert kubelet.watcher.wait_registered(DRIVER, timeout=WAIT_S)
+                assert kubelet.wait_for_slices(DRIVER, min_devices=4, timeout=WAIT_S)  # the counters probe ran
+                process.send_signal(signal.SIGTERM)
+                assert process.wait(timeout=WAIT_S) == 0
+            finally:
+                reap(process)
+        imported = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", log.read_text(), flags=re.MULTILINE)
+    assert "gpuslice.dra.counters" in imported  # the check sees the module that makes the metrics
+    assert [name for name in imported if name.split(".")[0] == "prometheus_client"] == []
