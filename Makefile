@@ -1,24 +1,33 @@
-# gpuslice: `make demo` runs the walkthrough, `make test` runs every check. Both build .venv first.
+# gpuslice: `make demo` runs the walkthrough, `make test` runs every check. Both build .venv first: the demo
+# only what it runs (requirements/demo.lock), everything else when a target needs it (requirements/dev.lock).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed
+PIP := $(BIN)/pip install --quiet --disable-pip-version-check
 export PYTHONUNBUFFERED := 1
 
-.PHONY: all venv demo test lint typecheck imports bench fuzz reproduce protos device-check runtime-check lock clean
+.PHONY: all venv demo test unit lint typecheck imports bench fuzz reproduce protos device-check runtime-check lock clean
 
 all: test
 
-# requirements/dev.lock pins and hashes every package (runtime, simulator, tools, build backend): `make lock`.
-$(STAMP): requirements/dev.lock pyproject.toml
+# requirements/demo.lock is what the demo runs on (the runtime, the demo extra: the mock kubelet's CEL) and
+# the build backend (for the editable install); tests/demo holds it to that. `make test` and the rest add
+# dev.lock (the same versions: `make lock` writes each lock constrained by the ones before it).
+$(DEMO_STAMP): requirements/demo.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r requirements/dev.lock
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(PIP) --require-hashes --no-deps -r requirements/demo.lock
+	$(PIP) --no-deps --no-build-isolation -e .
+	touch $(DEMO_STAMP)
+
+$(STAMP): $(DEMO_STAMP) requirements/dev.lock
+	$(PIP) --require-hashes --no-deps -r requirements/dev.lock
 	touch $(STAMP)
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/gpuslice demo
 
 lint: $(STAMP)
@@ -33,8 +42,14 @@ imports: $(STAMP)
 
 
 
-test: lint typecheck imports
-	$(BIN)/pytest -q
+# Every check at once (each prints when it is done), the test suite on every CPU (pytest-xdist; a test's
+# files and ports are its own). TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= auto
+test: $(STAMP)
+	@$(MAKE) --no-print-directory -j4 --output-sync=target lint typecheck imports unit
+
+unit: $(STAMP)
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

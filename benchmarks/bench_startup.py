@@ -1,6 +1,8 @@
 """Start-up: `gpuslice --help`, and the real `gpuslice plugin` process from its start to the kubelet's first
-`Register` call (and to allocatable devices), against the mock kubelet on the fake node, over 20 starts (and 10
-with a config file, which loads the file schema).
+`Register` call (and to allocatable devices), against the mock kubelet on the fake node: without a config file,
+with one of the usual size (what a DaemonSet mounts), and `gpuslice dra` to its registration with the mock
+kubelet's plugin watcher, each interleaved start by start with the floor (benchmarks/bare_plugin.py: a bare
+grpcio plugin that serves and registers, nothing else) and quoted against it.
 
 Set GPUSLICE_BENCH_BASELINE_SRC to the `src` folder of another revision (`git archive REV src | tar -x -C DIR`)
 to start it too, interleaved start by start with ours, and print the ratios (wall time and CPU time).
@@ -22,22 +24,52 @@ from pathlib import Path
 
 from benchmarks.figures import PYCACHE, Figure, bytecode_env, percentile
 from gpuslice.kubelet import MockKubelet
+from gpuslice.kubelet.dra_mock import MockDraKubelet
 from gpuslice.kubelet.views import ResourceView
 
 STARTS = 20
-CONFIG_FILE_STARTS = 10
+DRA_STARTS = 10
 HELP_RUNS = 20
 WAIT_S = 20.0
 RESOURCE = "nvidia.com/gpu"
 NODE_SPEC = "preset:h100x4"
 HELP_GOAL_MS = 150.0
 REGISTER_GOAL_MS = 250.0
+CONFIG_FILE_GOAL_X = 1.5  # config-file start -> Register, p50 / the floor's p50 (issue 28)
+DRA_GOAL_X = 2.0  # `gpuslice dra` exec -> registered, p50 / the floor's p50
 # what a container runs: the console script beside this interpreter (python -m gpuslice where it is missing)
 GPUSLICE = Path(sys.executable).with_name("gpuslice")
 COMMAND = [str(GPUSLICE)] if GPUSLICE.exists() else [sys.executable, "-m", "gpuslice"]
-PLUGIN_ENV = ("NODE_SPEC", "CONFIG_FILE", "KUBELET_SOCKET", "BACKEND")
-# A config file that changes nothing the fake node advertises: what validating a file adds to a start.
-CONFIG_FILE_TEXT = "version: v1\nflags:\n  migStrategy: none\n  failOnInitError: true\n"
+FLOOR = [sys.executable, str(Path(__file__).with_name("bare_plugin.py"))]
+PLUGIN_ENV = ("NODE_SPEC", "CONFIG_FILE", "KUBELET_SOCKET", "BACKEND", "NODE_NAME", "KUBECONFIG")
+# A config file of the usual size (NVIDIA's examples: the flags a chart sets, one sharing block) that keeps the
+# fake node's four GPUs as four nvidia.com/gpu devices: what reading and checking a file adds to a start.
+CONFIG_FILE_TEXT = """\
+version: v1
+flags:
+  migStrategy: none
+  failOnInitError: true
+  nvidiaDriverRoot: /
+  plugin:
+    passDeviceSpecs: false
+    deviceListStrategy: [envvar]
+    deviceIDStrategy: uuid
+  gfd:
+    oneshot: false
+    noTimestamp: false
+    sleepInterval: 60s
+sharing:
+  timeSlicing:
+    renameByDefault: false
+    failRequestsGreaterThanOne: false
+    resources:
+      - name: nvidia.com/gpu
+        replicas: 2
+"""
+CONFIG_FILE_DEVICES = 8  # four GPUs, two replicas each
+DRA_DRIVER = "gpu.gpuslice.io"
+DRA_NODE = "bench-node"
+DRA_RECONCILE_S = 0.002  # the real kubelet's plugin watcher is woken by inotify: poll the registry about as fast
 
 
 @dataclass(frozen=True)
@@ -80,31 +112,75 @@ def _cpu_ms(pid: int) -> float | None:
     return total / 1e6
 
 
-def _start(kubelet: MockKubelet, number: int, env: dict[str, str], *extra: str) -> Start:
-    """Start the plugin, wait for Register and allocatable GPUs, stop it with SIGTERM and see it gone."""
-    args = ["plugin", "--backend", "fake", "--node-spec", NODE_SPEC, "--kubelet-socket", str(kubelet.socket_path)]
+def _start(
+    kubelet: MockKubelet,
+    number: int,
+    env: dict[str, str],
+    *extra: str,
+    command: list[str] | None = None,
+    devices: int = 4,
+) -> Start:
+    """Start the plugin (or `command`), wait for Register and allocatable GPUs, stop it with SIGTERM, see it gone."""
+    if command is None:
+        args = ["plugin", "--backend", "fake", "--node-spec", NODE_SPEC, "--kubelet-socket", str(kubelet.socket_path)]
+        command = [*COMMAND, *args, *extra]
     seen = _attempts(kubelet.resources())
     started = time.perf_counter()
-    process = subprocess.Popen([*COMMAND, *args, *extra], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         if not kubelet.wait_for(lambda views: _attempts(views) > seen, timeout=WAIT_S):
             raise RuntimeError(f"start {number}: no Register call within {WAIT_S} s")
         register_ms = (time.perf_counter() - started) * 1000
         cpu_ms = _cpu_ms(process.pid)
-        if not kubelet.wait_for(resource=RESOURCE, registered=True, allocatable=4, timeout=WAIT_S):
+        if not kubelet.wait_for(resource=RESOURCE, registered=True, allocatable=devices, timeout=WAIT_S):
             raise RuntimeError(f"start {number}: the GPUs never became allocatable")
         ready_ms = (time.perf_counter() - started) * 1000
-        process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=WAIT_S)
-        if process.returncode != 0:
-            raise RuntimeError(f"start {number}: the plugin exited {process.returncode}: {err.decode()[-500:]}")
+        _stop(process, number)
         if not kubelet.wait_for(resource=RESOURCE, registered=False, timeout=WAIT_S):
             raise RuntimeError(f"start {number}: the kubelet never saw the plugin go")
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+        _reap(process)
     return Start(register_ms, ready_ms, cpu_ms)
+
+
+def _floor(kubelet: MockKubelet, number: int) -> Start:
+    return _start(kubelet, number, _env(), command=[*FLOOR, str(kubelet.socket_path)])
+
+
+def _dra_start(kubelet: MockDraKubelet, number: int, config_file: Path) -> float:
+    """`gpuslice dra` with the config file: ms from just before the fork to its registration with the watcher."""
+    args = ["dra", "--backend", "fake", "--node-spec", NODE_SPEC, "--node-name", DRA_NODE, "--driver-name", DRA_DRIVER]
+    args += ["--config-file", str(config_file), "--kube-api-server", kubelet.api_url]
+    args += ["--plugins-registry", str(kubelet.registry_dir), "--plugins-dir", str(kubelet.plugins_dir)]
+    args += ["--cdi-spec-dir", str(kubelet.root / "cdi")]
+    watcher = kubelet.watcher
+    seen = watcher.registrations
+    started = time.perf_counter()
+    process = subprocess.Popen([*COMMAND, *args], env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        if not watcher.wait_registered(DRA_DRIVER, timeout=WAIT_S, min_registrations=seen + 1):
+            raise RuntimeError(f"DRA start {number}: not registered within {WAIT_S} s: {watcher.refused[-1:]}")
+        registered_ms = (time.perf_counter() - started) * 1000
+        _stop(process, number)
+        with watcher.changed:
+            if not watcher.changed.wait_for(lambda: DRA_DRIVER not in watcher.plugins, WAIT_S):
+                raise RuntimeError(f"DRA start {number}: the watcher never saw the plugin go")
+    finally:
+        _reap(process)
+    return registered_ms
+
+
+def _stop(process: subprocess.Popen[bytes], number: int) -> None:
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=WAIT_S)
+    if process.returncode != 0:
+        raise RuntimeError(f"start {number}: exited {process.returncode}: {err.decode()[-500:]}")
+
+
+def _reap(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.communicate()
 
 
 def main() -> list[Figure]:
@@ -113,48 +189,70 @@ def main() -> list[Figure]:
     workdir = Path(tempfile.mkdtemp(prefix="gs", dir="/tmp"))  # short: Unix socket paths stay under 107 bytes
     ours: list[Start] = []
     theirs: list[Start] = []
+    with_file: list[Start] = []
+    floor: list[Start] = []
+    dra_ms: list[float] = []
     try:
         _wall_ms(["plugin", "--help"], 1)  # fills the bytecode cache
         help_ms = _wall_ms(["--help"], HELP_RUNS)
         plugin_help_ms = _wall_ms(["plugin", "--help"], HELP_RUNS // 2)
         config_file = workdir / "config.yaml"
         config_file.write_text(CONFIG_FILE_TEXT)
-        with MockKubelet(workdir, checkpoint_enabled=False) as kubelet:
+        file_args = ("--config-file", str(config_file))
+        dra_root = workdir / "dra"
+        with (
+            MockKubelet(workdir, checkpoint_enabled=False) as kubelet,
+            MockDraKubelet(dra_root, DRA_NODE, reconcile_s=DRA_RECONCILE_S) as dra_kubelet,
+        ):
+            # one start of each fills the bytecode caches
+            _floor(kubelet, 0)
+            _start(kubelet, 0, _env(), *file_args, devices=CONFIG_FILE_DEVICES)
+            _dra_start(dra_kubelet, 0, config_file)
             if baseline_src:
-                _start(kubelet, 0, _env(baseline_src))  # fills the baseline's bytecode cache
-            for number in range(1, STARTS + 1):  # interleaved, so load drift hits both alike
+                _start(kubelet, 0, _env(baseline_src))
+            for number in range(1, STARTS + 1):  # interleaved, so load drift hits every kind alike
+                floor.append(_floor(kubelet, number))
+                with_file.append(_start(kubelet, number, _env(), *file_args, devices=CONFIG_FILE_DEVICES))
                 ours.append(_start(kubelet, number, _env()))
+                if number <= DRA_STARTS:
+                    dra_ms.append(_dra_start(dra_kubelet, number, config_file))
                 if baseline_src:
                     theirs.append(_start(kubelet, number, _env(baseline_src)))
-            with_file = [
-                _start(kubelet, number, _env(), "--config-file", str(config_file))
-                for number in range(1, CONFIG_FILE_STARTS + 1)
-            ]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     load = os.getloadavg()[0]
     print(f"command: {' '.join(COMMAND)}; bytecode cached in {PYCACHE}; {os.cpu_count()} CPUs, load average {load:.2f}")
-    print(f"{'':46}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}")
+    print(f"floor: {' '.join(FLOOR)} (grpcio and the generated messages only), interleaved start by start")
+    print(f"{'':50}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}")
     to_register = [start.register_ms for start in ours]
     to_ready = [start.ready_ms for start in ours]
     file_to_register = [start.register_ms for start in with_file]
+    floor_to_register = [start.register_ms for start in floor]
     cpu_at_register = _known(start.cpu_ms for start in ours)
+    file_cpu = _known(start.cpu_ms for start in with_file)
+    floor_cpu = _known(start.cpu_ms for start in floor)
     baseline_to_register = [start.register_ms for start in theirs]
     baseline_cpu = _known(start.cpu_ms for start in theirs)
     rows = [
         ("gpuslice --help", help_ms),
         ("gpuslice plugin --help", plugin_help_ms),
-        (f"plugin start -> first Register ({STARTS} starts)", to_register),
-        ("plugin start -> GPUs allocatable", to_ready),
-        (f"... with a config file ({CONFIG_FILE_STARTS} starts)", file_to_register),
-        ("plugin CPU time at first Register", cpu_at_register),
+        (f"floor: bare grpcio plugin -> Register ({STARTS})", floor_to_register),
+        ("floor: CPU time at Register", floor_cpu),
+        (f"plugin + config file -> first Register ({STARTS})", file_to_register),
+        ("plugin + config file: CPU time at Register", file_cpu),
+        (f"plugin, no config file -> first Register ({STARTS})", to_register),
+        ("plugin, no config file -> GPUs allocatable", to_ready),
+        ("plugin, no config file: CPU time at Register", cpu_at_register),
+        (f"gpuslice dra + config file -> registered ({DRA_STARTS})", dra_ms),
         ("baseline: plugin start -> first Register", baseline_to_register),
         ("baseline: CPU time at first Register", baseline_cpu),
     ]
     for name, samples in rows:
         if len(samples) >= 2:
-            print(f"{name:46}{percentile(samples, 0.5):>9.0f}{percentile(samples, 0.99):>9.0f}{max(samples):>9.0f}")
+            print(f"{name:50}{percentile(samples, 0.5):>9.0f}{percentile(samples, 0.99):>9.0f}{max(samples):>9.0f}")
     register_p50 = percentile(to_register, 0.5)
+    floor_p50 = percentile(floor_to_register, 0.5)
+    floor_note = f"floor p50 {floor_p50:.0f} ms, same run"
     figures = [
         Figure("gpuslice --help, p50", percentile(help_ms, 0.5), "ms", HELP_GOAL_MS),
         Figure("gpuslice plugin --help, p50", percentile(plugin_help_ms, 0.5), "ms", note="informational"),
@@ -164,6 +262,15 @@ def main() -> list[Figure]:
         Figure(
             "config-file start -> first Register, p50", percentile(file_to_register, 0.5), "ms", note="informational"
         ),
+        Figure(
+            "config-file start -> Register / floor",
+            percentile(file_to_register, 0.5) / floor_p50,
+            "x",
+            CONFIG_FILE_GOAL_X,
+            note=floor_note,
+        ),
+        Figure("dra exec -> registered, p50", percentile(dra_ms, 0.5), "ms", note="informational"),
+        Figure("dra exec -> registered / floor", percentile(dra_ms, 0.5) / floor_p50, "x", DRA_GOAL_X, note=floor_note),
     ]
     if theirs:
         their_p50 = percentile(baseline_to_register, 0.5)

@@ -12,6 +12,32 @@ from hypothesis import HealthCheck, settings
 from tests.support.dirs import short_temp_dir
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _config_readers_agree() -> Iterator[None]:
+    """Every config mapping a test reads in-process goes through both readers, which must agree
+    (tests/support/config_paths.py): the direct reader's answer is then the schema's, on every config here."""
+    from gpuslice.config import direct, load
+    from tests.support.config_paths import agreeing_read
+
+    original = direct.read_direct
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(load, "read_direct", lambda data: agreeing_read(data, original))
+        yield
+
+
+# These packages' tests share expensive session fixtures (the openb default trace and its simulations,
+# kubectl's renders of deploy/): under pytest-xdist (`make test`, --dist loadgroup) each package runs on one
+# worker, so that each fixture is computed once; every other test goes to whichever worker is free.
+ONE_WORKER_PACKAGES = ("tests/fgd/", "tests/deploy/")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for package in ONE_WORKER_PACKAGES:
+            if item.nodeid.startswith(package):
+                item.add_marker(pytest.mark.xdist_group(package.strip("/").replace("/", "-")))
+
+
 @pytest.fixture
 def workdir() -> Iterator[Path]:
     """A short temp directory for Unix sockets (see short_temp_dir), removed after the test."""

@@ -12,8 +12,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LOCKS = ROOT / "requirements"
 PYTHON_VERSION = "3.11"  # the oldest Python the project supports; the image and the tests use it
-# Three locks, each constrained by the ones before it so that a package has one version in all of them:
-# runtime.lock (the plugin image), build.lock (its build backend), dev.lock (everything `make test` needs).
+# Four locks, each constrained by the ones before it so that a package has one version in all of them:
+# runtime.lock (the plugin image), build.lock (its build backend), demo.lock (what `make demo` installs: the
+# runtime, the demo extra and the build backend) and dev.lock (everything `make test` needs).
 BUILD_INPUT = LOCKS / "build.in"
 BUILD_INPUT_HEADER = "# [build-system].requires of pyproject.toml, written by `make lock`: the input of build.lock.\n"
 
@@ -70,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     compile_lock("runtime", ["pyproject.toml"], [], args.upgrade, args.uv)
     compile_lock("build", [build_in], [runtime], args.upgrade, args.uv)
     # The editable install in .venv builds with the same backend as the image.
-    compile_lock("dev", ["pyproject.toml", "--extra", "dev", build_in], [runtime, build], args.upgrade, args.uv)
+    demo = LOCKS / "demo.lock"
+    compile_lock("demo", ["pyproject.toml", "--extra", "demo", build_in], [runtime, build], args.upgrade, args.uv)
+    compile_lock("dev", ["pyproject.toml", "--extra", "dev", build_in], [runtime, build, demo], args.upgrade, args.uv)
     return 0
 
 

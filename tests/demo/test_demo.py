@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from gpuslice.cli.main import cli
 from gpuslice.demo import render_text, run_demo
+from tests.packaging.test_locks import pins
 
 
 def test_walkthrough_covers_three_modes_and_both_proofs_hold() -> None:
@@ -61,3 +64,25 @@ def test_docs_walkthrough_shows_the_real_output() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "walkthrough.md").read_text()
     pasted = doc.split("```\n", 2)[1].split("\n```", 1)[0]
     assert _normalised(pasted).strip() == _normalised(render_text(run_demo())).strip()
+
+
+# Run as a program, the demo records which distributions its modules came from (the stdlib has none).
+DISTRIBUTIONS_USED = """
+import atexit, importlib.metadata, json, runpy, sys
+def report():
+    found = importlib.metadata.packages_distributions()
+    used = {dist for name in list(sys.modules) for dist in found.get(name.partition(".")[0], ())}
+    sys.__stdout__.write("\\n" + json.dumps(sorted(used)) + "\\n")
+atexit.register(report)
+sys.argv = ["gpuslice", "demo"]
+runpy.run_module("gpuslice", run_name="__main__")
+"""
+
+
+def test_the_demo_needs_only_the_demo_lock() -> None:
+    """`make demo` installs requirements/demo.lock only (the runtime, the demo extra, the build backend)."""
+    done = subprocess.run([sys.executable, "-c", DISTRIBUTIONS_USED], capture_output=True, text=True, check=True)
+    used = {name.lower().replace("_", "-") for name in json.loads(done.stdout.strip().splitlines()[-1])}
+    assert "grpcio" in used and "gpuslice" in used  # the check sees what it looks for
+    # grpc imports grpc_tools where it is installed (for its protos helpers): not needed
+    assert used - {"gpuslice", "grpcio-tools"} <= set(pins("demo")), "make demo would lack these"

@@ -71,6 +71,8 @@ def modules_after(statement: str) -> list[str]:
         ("import gpuslice.cli.main", NOT_ON_HELP_PATH),
         ("import gpuslice.cli.plugin_cmd", NOT_ON_DEFAULT_PLUGIN_PATH),
         ("import gpuslice.cli.kubelet_cmd", NOT_ON_PLUGIN_PATH[:-1]),
+        # `gpuslice dra` shares NVIDIA's flags with the plugin (cli.nvidia_options), not the plugin's modules
+        ("import gpuslice.cli.dra_cmd", ("gpuslice.plugin", "gpuslice.cli.plugin_cmd", "gpuslice.kubelet")),
     ],
 )
 def test_importing_a_command_loads_nothing_it_does_not_need(statement: str, forbidden: tuple[str, ...]) -> None:
@@ -125,3 +127,41 @@ def test_a_running_plugin_imported_nothing_it_does_not_need(workdir: Path) -> No
     imported = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", err, flags=re.MULTILINE)
     assert "gpuslice.plugin.server" in imported
     assert offending(imported, NOT_ON_DEFAULT_PLUGIN_PATH) == []
+
+
+# a valid config file is read by the direct reader (config.direct): the schema's pydantic models, whose
+# building is most of what a file used to add to a start, load only to word an error
+NOT_ON_CONFIG_FILE_PLUGIN_PATH = (
+    *NOT_ON_PLUGIN_PATH,
+    "pydantic",
+    "pydantic_core",
+    "gpuslice.config.schema",
+    "tempfile",  # fsutil.atomic names its temp files itself: tempfile brings shutil, bz2, lzma and random
+)
+CONFIG_FILE = """\
+version: v1
+flags: {migStrategy: none, plugin: {deviceListStrategy: [envvar], passDeviceSpecs: false}, gfd: {sleepInterval: 60s}}
+sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 2}]}}
+"""
+
+
+def test_a_plugin_with_a_valid_config_file_never_loads_pydantic(workdir: Path) -> None:
+    config = workdir / "config.yaml"
+    config.write_text(CONFIG_FILE)
+    with MockKubelet(workdir, checkpoint_enabled=False) as kubelet:
+        args = ["--backend", "fake", "--node-spec", "preset:h100x4", "--kubelet-socket", str(kubelet.socket_path)]
+        process = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-m", "gpuslice", "plugin", *args, "--config-file", str(config)],
+            env=clean_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert kubelet.wait_for(resource="nvidia.com/gpu", registered=True, allocatable=8, timeout=WAIT_S)
+        finally:
+            code, err = finish(process, signal.SIGTERM)
+    assert code == 0, err[-2000:]
+    imported = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", err, flags=re.MULTILINE)
+    assert "yaml" in imported and "gpuslice.config.direct" in imported
+    assert offending(imported, NOT_ON_CONFIG_FILE_PLUGIN_PATH) == []

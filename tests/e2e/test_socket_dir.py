@@ -65,9 +65,10 @@ def test_a_runtime_directory_that_is_not_ours_alone_is_refused(tmp_path: Path, m
         _ = AppOptions(kubelet_socket=None).plugin_dir
 
 
-def test_serving_without_registering_needs_no_kubelet_directory(tmp_path: Path) -> None:
-    """README's `docker run IMAGE plugin ... --kubelet-socket ""`: serves, and stops cleanly on SIGTERM."""
-    process = plugin_process([*FAKE, "--kubelet-socket", ""], {"XDG_RUNTIME_DIR": str(tmp_path)})
+def test_serving_without_registering_needs_no_kubelet_directory(workdir: Path) -> None:
+    """README's `docker run IMAGE plugin ... --kubelet-socket ""`: serves, and stops cleanly on SIGTERM.
+    (`workdir`, a short directory: pytest's tmp_path under xdist makes the socket path too long.)"""
+    process = plugin_process([*FAKE, "--kubelet-socket", ""], {"XDG_RUNTIME_DIR": str(workdir)})
     assert process.stderr is not None
     seen = ""
     for line in process.stderr:
@@ -78,11 +79,11 @@ def test_serving_without_registering_needs_no_kubelet_directory(tmp_path: Path) 
     assert code == 0 and "Traceback" not in seen + err, seen + err
     socket = Path(serving_line(seen))
     default = Path("/var/lib/kubelet/device-plugins")
-    assert socket.parent == (default if os.access(default, os.W_OK | os.X_OK) else tmp_path / "gpuslice")
+    assert socket.parent == (default if os.access(default, os.W_OK | os.X_OK) else workdir / "gpuslice")
 
 
-def test_an_unusable_socket_directory_is_one_line_not_a_traceback(tmp_path: Path) -> None:
-    blocker = tmp_path / "file"
+def test_an_unusable_socket_directory_is_one_line_not_a_traceback(workdir: Path) -> None:
+    blocker = workdir / "file"
     blocker.write_text("not a directory")
     process = plugin_process([*FAKE, "--kubelet-socket", "", "--socket-dir", str(blocker / "sockets")])
     code, err = finish(process)

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpuslice.fgd.engine import Workload, simulate
+from gpuslice.fgd.engine import RunResult, Workload, simulate
 from gpuslice.fgd.metrics import record_of
 
 GOLDEN_FILE = Path(__file__).with_name("golden_openb_default.json")
@@ -29,13 +30,15 @@ SEEDS: dict[str, tuple[int, ...]] = {
 CURVE_POINTS = tuple(range(10, 131, 10))
 
 
-def golden_numbers(workload: Workload) -> dict[str, Any]:
-    """{policy: {seed: {pods, clones, removed, failed_pods, unallocated_gpu_pct: {arrived %: value}}}}."""
+def golden_numbers(workload: Workload, run: Callable[[str, int], RunResult] | None = None) -> dict[str, Any]:
+    """{policy: {seed: {pods, clones, removed, failed_pods, unallocated_gpu_pct: {arrived %: value}}}}.
+
+    `run(policy, seed)` simulates `workload` (the tests pass one that remembers its runs)."""
     numbers: dict[str, Any] = {}
     for policy, seeds in SEEDS.items():
         per_seed: dict[str, Any] = {}
         for seed in seeds:
-            record = record_of(simulate(workload, policy, seed))
+            record = record_of(run(policy, seed) if run is not None else simulate(workload, policy, seed))
             curve = record["curve"]
             per_seed[str(seed)] = {
                 "pods": record["pods"],

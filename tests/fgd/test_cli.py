@@ -80,6 +80,12 @@ def test_both_spellings_of_best_fit_run_as_one_policy(trace_dir: Path) -> None:
     assert [record["policy"] for record in json.loads(out.splitlines()[0])] == ["best-fit"]
 
 
-def test_a_missing_records_file_is_a_clear_error() -> None:
+def test_a_missing_records_file_is_a_usage_error_naming_the_option() -> None:
     code, _, err = invoke("openb-report", "--json", "/nonexistent/r.json")
+    assert code == 2 and "Invalid value for --json: cannot read records" in err
+
+
+def test_a_records_file_that_is_not_json_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "r.json").write_text("not json")
+    code, _, err = invoke("openb-report", "--json", str(tmp_path / "r.json"))
     assert code == 1 and "cannot read records" in err

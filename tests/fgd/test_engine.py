@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from gpuslice.fgd.engine import Workload, run_plan, simulate
+from gpuslice.fgd.engine import RunResult, Workload, run_plan, simulate
 from gpuslice.fgd.metrics import bin_means, curve_of, first_shortfall, record_of, stat
 from gpuslice.fgd.protocol import plan_arrivals
 from gpuslice.fgd.published import UNALLOCATED
 
 
 @pytest.fixture(scope="module")
-def seed42(default_workload: Workload) -> dict[str, dict[str, object]]:
+def seed42(simulated_default: Callable[[str, int], RunResult]) -> dict[str, dict[str, object]]:
     return {
-        name: record_of(simulate(default_workload, name, 42))
+        name: record_of(simulated_default(name, 42))
         for name in ("random", "dotprod", "clustering", "packing", "best-fit", "fgd", "fgd-cpu", "fgd-cpu-sym")
     }
 

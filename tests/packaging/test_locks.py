@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LOCKS = ("runtime", "build", "dev")
+LOCKS = ("runtime", "build", "demo", "dev")
 _PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([^\s\\;]+)")
 
 
@@ -39,7 +39,7 @@ def test_locks_name_packages_and_hashes_only(lock: str) -> None:
 
 def test_one_version_per_package_in_every_lock() -> None:
     everything = pins("dev")
-    for lock in ("runtime", "build"):
+    for lock in ("runtime", "build", "demo"):
         for name, version in pins(lock).items():
             assert everything.get(name) == version, (
                 f"{name}: {lock}.lock has {version}, dev.lock {everything.get(name)}"
@@ -57,3 +57,14 @@ def test_locks_hold_what_pyproject_asks_for() -> None:
             if not requirement.startswith("gpuslice"):
                 assert _name(requirement) in dev, requirement
     assert set(pins("build")) == {_name(r) for r in pyproject["build-system"]["requires"]}
+
+
+def test_the_demo_lock_is_the_runtime_the_demo_extra_and_the_build_backend() -> None:
+    """`make demo` installs demo.lock first (the rest of dev.lock only for `make test`)."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    demo = pins("demo")
+    assert set(pins("runtime")) | set(pins("build")) <= set(demo)
+    for requirement in pyproject["project"]["optional-dependencies"]["demo"]:
+        assert _name(requirement) in demo, requirement
+    for tool in ("pytest", "mypy", "hypothesis", "ruff", "matplotlib"):
+        assert tool not in demo, f"{tool} is for `make test`, not the demo"

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import yaml
 
-from gpuslice.cli.plugin_cmd import EXIT_BAD_INPUT, EXIT_START_FAILED, nvidia_flags, nvidia_overrides
+from gpuslice.cli.nvidia_options import EXIT_BAD_INPUT, EXIT_START_FAILED, nvidia_flags, nvidia_overrides
 from gpuslice.dra.names import (
     DEFAULT_DRIVER,
     DEFAULT_KUBELET_ROOT,

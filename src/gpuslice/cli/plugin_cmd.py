@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable, Mapping
 
 import click
 
 from gpuslice.allocation.cdi import DEFAULT_CDI_DIR
 from gpuslice.cli.node_config_options import chosen_file, node_config_options, node_config_watcher
-from gpuslice.config import PLUGIN_FLAGS, ConfigError, coerce, overrides_from_env
+from gpuslice.cli.nvidia_options import EXIT_BAD_INPUT, EXIT_START_FAILED, nvidia_flags, nvidia_overrides
+from gpuslice.config import ConfigError
 from gpuslice.config.node_config import NodeConfigError
 from gpuslice.logs import LOG_FORMATS, configure_logging
 from gpuslice.mps import MpsStartError
@@ -21,36 +21,6 @@ from gpuslice.plugin.compat import CompatError
 from gpuslice.plugin.metrics import PluginMetrics
 from gpuslice.plugin.run import SetupError
 from gpuslice.wire import DEFAULT_KUBELET_SOCKET, DEFAULT_POD_RESOURCES_SOCKET
-
-EXIT_BAD_INPUT = 2
-EXIT_START_FAILED = 1
-_FLAG_PREFIX = "nvidia_"
-
-
-def nvidia_flags(command: Callable[..., None]) -> Callable[..., None]:
-    """NVIDIA's plugin flags (config.PLUGIN_FLAGS): each overrides its config key; its env vars are read apart,
-    so that a flag beats an env var which beats the file. Bool flags alone mean true (`--pass-device-specs`)."""
-    for spec in reversed(PLUGIN_FLAGS):
-        extra = {"is_flag": False, "flag_value": "true"} if spec.kind == "bool" else {}
-        command = click.option(
-            spec.flag,
-            *spec.aliases,
-            _FLAG_PREFIX + spec.key.replace(".", "_"),
-            default=None,
-            help=f"Config {spec.key} (env {', '.join(spec.envvars)}). {spec.help}".strip(),
-            **extra,  # type: ignore[arg-type]
-        )(command)
-    return command
-
-
-def nvidia_overrides(values: Mapping[str, str | None], environ: Mapping[str, str]) -> dict[str, object]:
-    """Env vars first, then the flags given on the command line over them (NVIDIA's precedence)."""
-    overrides: dict[str, object] = overrides_from_env(PLUGIN_FLAGS, environ)
-    for spec in PLUGIN_FLAGS:
-        given = values.get(_FLAG_PREFIX + spec.key.replace(".", "_"))
-        if given is not None:
-            overrides[spec.key] = coerce(spec, given)
-    return overrides
 
 
 @click.command()

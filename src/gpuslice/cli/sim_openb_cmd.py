@@ -22,6 +22,8 @@ from gpuslice.fgd.trace import OpenbTraceError, resolve_trace_dir
 from gpuslice.fsutil.atomic import atomic_write_text
 
 F = TypeVar("F", bound=Callable[..., Any])
+# Records hold a few figures per (workload, policy, seed) run: a file far larger is not one of ours.
+MAX_RECORDS_BYTES = 256 << 20
 
 
 def _sweep_options(default_policies: str) -> Callable[[F], F]:
@@ -186,9 +188,15 @@ def openb_report(
     from gpuslice.fgd.report import plot_curves, render
 
     if json_path is not None:
+        from gpuslice.fsutil.textread import InputFileError, read_bounded_text
+
         try:
-            records = json.loads(json_path.read_text())
-        except (OSError, ValueError) as error:
+            text = read_bounded_text(json_path, "records file", MAX_RECORDS_BYTES)
+        except (OSError, InputFileError) as error:  # a path that names no readable file: a usage mistake
+            raise click.BadParameter(f"cannot read records from {json_path}: {error}", param_hint="--json") from None
+        try:
+            records = json.loads(text)
+        except ValueError as error:
             raise click.ClickException(f"cannot read records from {json_path}: {error}") from None
         if not isinstance(records, list) or not records:
             raise click.ClickException(

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuslice.config.direct import read_direct
 from gpuslice.config.limits import MAX_CONFIG_BYTES
 from gpuslice.config.model import Config
+from gpuslice.config.rules import describe_value
 from gpuslice.fsutil.textread import InputFileError, read_bounded_text
 
 
@@ -43,7 +45,6 @@ def parse_config_text(text: str, source: str = "<config>") -> LoadedConfig:
     """Parse YAML (JSON is YAML) text into a LoadedConfig."""
     import yaml  # only a config file needs the parser: the default (no file) path starts without it
 
-    from gpuslice.config.schema import describe_value
     from gpuslice.fsutil.safe_yaml import UnsafeYaml, load_yaml
 
     try:
@@ -67,13 +68,23 @@ def parse_config_text(text: str, source: str = "<config>") -> LoadedConfig:
 
 def parse_config_mapping(data: Mapping[str, Any], source: str = "<config>", node: Any = None) -> LoadedConfig:
     """Validate an already-parsed mapping; `node` (a PyYAML node) adds line numbers to errors."""
-    # pydantic only where there is something to validate: a plugin on the defaults never loads it.
+    # The direct reader answers for a valid file without pydantic; the schema for the rest, and words errors.
+    read = read_direct(data)
+    if read is None:
+        read = _read_with_schema(data, source, node)
+    config, unknown = read
+    warnings = tuple(f"{source}: unknown key {key!r} ignored" for key in unknown)
+    return LoadedConfig(config, warnings, source)
+
+
+def _read_with_schema(data: Mapping[str, Any], source: str, node: Any) -> tuple[Config, tuple[str, ...]]:
+    # pydantic only where the direct reader refers: a valid file, or a plugin on the defaults, never loads it
     from pydantic import ValidationError
 
-    from gpuslice.config.schema import ConfigSchema, to_settings, unknown_keys
+    from gpuslice.config.schema import read_with_schema
 
     try:
-        parsed = ConfigSchema.model_validate(dict(data))
+        return read_with_schema(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         key = _dotted(first["loc"])
@@ -81,8 +92,6 @@ def parse_config_mapping(data: Mapping[str, Any], source: str = "<config>", node
         where = f"{source}:{line}" if line else source
         reason = _reason(first)
         raise ConfigError(f"invalid config {where}: {key}: {reason}") from exc
-    warnings = tuple(f"{source}: unknown key {key!r} ignored" for key in unknown_keys(parsed))
-    return LoadedConfig(to_settings(parsed), warnings, source)
 
 
 # Pydantic's own type errors, said as the fact NVIDIA's decoder reports (a wrong YAML type for the key).
@@ -102,8 +111,6 @@ _EXPECTED = {
 
 
 def _reason(error: Any) -> str:
-    from gpuslice.config.schema import describe_value  # loaded already: the error came from it
-
     expected = _EXPECTED.get(str(error["type"]))
     if expected is not None:
         return f"expected {expected}, got {describe_value(error.get('input'))}"

@@ -2,56 +2,18 @@
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 from pydantic.functional_validators import BeforeValidator
 
 from gpuslice.config import model as settings
-from gpuslice.config.limits import MAX_REPLICAS
-from gpuslice.config.model import RESOURCE_PREFIX, DeviceRef
-from gpuslice.gpu.refs import InvalidDeviceReference, parse_device_reference
+from gpuslice.config import rules
+from gpuslice.config.model import DeviceRef
 
-MAX_RESOURCE_NAME_LENGTH = 63
-
-
-def strict_bool(value: Any) -> Any:
-    """A YAML/JSON boolean only: NVIDIA's decoder refuses "true" (a string) where it wants a bool."""
-    if isinstance(value, bool):
-        return value
-    raise ValueError(f"expected a boolean (true or false), got {describe_value(value)}")
-
-
-def integral(value: Any) -> Any:
-    """An integer, or a float with no fractional part (NVIDIA's YAML-to-JSON step turns 2.0 into 2)."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected an integer, got {describe_value(value)}")
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, int):
-        return value
-    raise ValueError(f"expected an integer, got {describe_value(value)}")
-
-
-def describe_value(value: Any) -> str:
-    """The YAML type and value of a wrong input, for error texts ("the string 'true'")."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, int | float):
-        return f"the number {value}"
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
-
-
-YamlBool = Annotated[bool, BeforeValidator(strict_bool)]
+# The rules (and their texts) are config.rules; these models say where each applies.
+YamlBool = Annotated[bool, BeforeValidator(rules.strict_bool)]
 
 
 def _model_config(settings_type: type[Any]) -> ConfigDict:
@@ -85,52 +47,22 @@ class PluginFlagsSchema(_Model):
     @field_validator("device_id_strategy", mode="before")
     @classmethod
     def _id_strategy(cls, value: Any) -> Any:
-        if value not in ("uuid", "index"):
-            raise ValueError(f"invalid --device-id-strategy option: {value}")
-        return value
+        return rules.device_id_strategy(value)
 
     @field_validator("shared_devices_allocation_policy", mode="before")
     @classmethod
     def _policy(cls, value: Any) -> Any:
-        if value not in ("distributed", "packed"):
-            raise ValueError(f"invalid --shared-devices-allocation-policy option: {value}")
-        return value
+        return rules.shared_devices_allocation_policy(value)
 
     @field_validator("device_list_strategy", mode="before")
     @classmethod
     def _string_or_list(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return (value,)
-        # A tuple is what a loaded config holds; re-validating it (file + overrides) must accept it.
-        if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
-            return tuple(value)
-        raise ValueError(f"invalid deviceListStrategy: {value!r}")
+        return rules.device_list_strategy(value)
 
     @field_validator("device_list_strategy")
     @classmethod
     def _known_strategies(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        known = ("envvar", "volume-mounts", "cdi-annotations", "cdi-cri")
-        for strategy in value:
-            if strategy not in known:
-                raise ValueError(f"invalid --device-list-strategy option: invalid strategy: {strategy}")
-        return value
-
-
-def parse_duration(value: Any) -> float | None:
-    """A Go duration ("60s", "1m30s", "500ms"), an integer of nanoseconds, or "infinite" (None)."""
-    if isinstance(value, bool):
-        raise ValueError(f"invalid duration: {describe_value(value)}")
-    if isinstance(value, int | float):
-        return float(value) / 1e9
-    if not isinstance(value, str):
-        raise ValueError(f"invalid duration: {describe_value(value)}")
-    if value == "infinite":
-        return None
-    nanoseconds = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9}
-    parts = re.findall(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", value)
-    if not parts or "".join(n + u for n, u in parts) != value:
-        raise ValueError(f"invalid duration {value!r} (a Go duration such as 60s or 1m30s, or infinite)")
-    return sum(float(number) * nanoseconds[unit] for number, unit in parts) / 1e9
+        return rules.known_device_list_strategies(value)
 
 
 class GfdFlagsSchema(_Model):
@@ -146,7 +78,7 @@ class GfdFlagsSchema(_Model):
     @field_validator("sleep_interval", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> float | None:
-        return parse_duration(value)
+        return rules.parse_duration(value)
 
 
 class FlagsSchema(_Model):
@@ -171,42 +103,12 @@ class FlagsSchema(_Model):
     @field_validator("mig_strategy", mode="before")
     @classmethod
     def _mig_strategy(cls, value: Any) -> Any:
-        if value not in ("none", "single", "mixed", "dynamic"):
-            raise ValueError(f"unknown MIG strategy: {value}")
-        return value
+        return rules.mig_strategy(value)
 
     @field_validator("device_discovery_strategy", mode="before")
     @classmethod
     def _discovery(cls, value: Any) -> Any:
-        if value not in ("auto", "nvml", "tegra", "vfio"):
-            raise ValueError(f"invalid --device-discovery-strategy option {value}")
-        return value
-
-
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
-def _is_devices_list_item(item: Any) -> bool:
-    """A `devices` list item as NVIDIA takes it: a device reference (gpu.refs) with no replica suffix or spaces."""
-    try:
-        reference = parse_device_reference(item)
-    except InvalidDeviceReference:
-        return False
-    return reference.replica is None and reference.text == str(item)
-
-
-def qualify_resource_name(value: str) -> str:
-    """Prefix a bare name with nvidia.com/ and apply NVIDIA's name checks (exact texts)."""
-    full = value if value.startswith(RESOURCE_PREFIX) else RESOURCE_PREFIX + value
-    if len(full) > MAX_RESOURCE_NAME_LENGTH:
-        raise ValueError(f"fully-qualified resource name must be 63 characters or less: {full}")
-    short = full.removeprefix(RESOURCE_PREFIX)
-    if len(short) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(short):
-        raise ValueError(
-            f"incorrect format for resource name '{full}': a lowercase RFC 1123 subdomain must consist of lower case "
-            "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
-        )
-    return full
+        return rules.device_discovery_strategy(value)
 
 
 class ReplicatedResourceSchema(_Model):
@@ -224,52 +126,23 @@ class ReplicatedResourceSchema(_Model):
     @classmethod
     def _required(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            if data.get("name") is None:
-                raise ValueError("no resource name specified")
-            if data.get("replicas") is None:
-                raise ValueError("no replicas specified")
+            rules.required_resource_keys(data)
         return data
 
     @field_validator("name", "rename")
     @classmethod
     def _qualify(cls, value: str | None) -> str | None:
-        return None if value is None else qualify_resource_name(value)
+        return None if value is None else rules.qualify_resource_name(value)
 
     @field_validator("replicas", mode="before")
     @classmethod
     def _replicas(cls, value: Any) -> Any:
-        # NVIDIA requires >= 2; replicas: 1 is the gpuslice single-client MPS extension, checked in validate.py.
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)  # NVIDIA's YAML-to-JSON step turns 2.0 into 2
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"replicas must be an integer, got {value!r}")
-        if value < 1:
-            raise ValueError("number of replicas must be >= 2")
-        if value > MAX_REPLICAS:
-            raise ValueError(f"{value} replicas is over the limit of {MAX_REPLICAS} (see docs/security.md)")
-        return value
+        return rules.replicas(value)
 
     @field_validator("devices", mode="before")
     @classmethod
     def _devices(cls, value: Any) -> Any:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)  # NVIDIA's YAML-to-JSON step turns 2.0 into 2
-        if isinstance(value, bool):
-            raise ValueError(f"unrecognized type for devices spec: {value!r}")
-        if isinstance(value, str):
-            if value != "all":
-                raise ValueError(f"devices set as '{value}' but the only valid string input is 'all'")
-            return value
-        if isinstance(value, int):
-            if value <= 0:
-                raise ValueError(f"devices set as '{value}' but a count of devices must be > 0")
-            return value
-        if isinstance(value, list | tuple):
-            for item in value:
-                if not _is_devices_list_item(item):
-                    raise ValueError(f"unsupported type for device in devices list: {item}, {type(item).__name__}")
-            return tuple(value)
-        raise ValueError(f"unrecognized type for devices spec: {value!r}")
+        return rules.devices(value)
 
 
 class ReplicatedResourcesSchema(_Model):
@@ -282,8 +155,7 @@ class ReplicatedResourcesSchema(_Model):
 
     @model_validator(mode="after")
     def _has_resources(self) -> ReplicatedResourcesSchema:
-        if not self.resources:
-            raise ValueError("no resources specified")
+        rules.has_resources(self.resources)
         return self
 
 
@@ -297,11 +169,7 @@ class SharingSchema(_Model):
     @field_validator("time_slicing", mode="before")
     @classmethod
     def _present_means_configured(cls, value: Any) -> Any:
-        # NVIDIA's timeSlicing is a struct, so `timeSlicing: null` still reaches its resource check and is
-        # refused; its mps is a pointer, so `mps: null` is simply no MPS (pydantic's default for None).
-        if value is None:
-            raise ValueError("no resources specified")
-        return value
+        return rules.time_slicing_present(value)
 
 
 class NamedPatternSchema(_Model):
@@ -315,10 +183,7 @@ class NamedPatternSchema(_Model):
     @classmethod
     def _required(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            if not data.get("pattern"):
-                raise ValueError("resources must have a 'pattern' field set")
-            if not data.get("name"):
-                raise ValueError("resources must have a 'name' field set")
+            rules.required_pattern_keys(data)
         return data
 
 
@@ -334,28 +199,18 @@ class ImexSchema(_Model):
     settings_type = settings.Imex
     model_config = _model_config(settings.Imex)
 
-    channel_ids: tuple[Annotated[int, BeforeValidator(integral)], ...] = ()
+    channel_ids: tuple[Annotated[int, BeforeValidator(rules.integral)], ...] = ()
     required: YamlBool = False
 
     @field_validator("channel_ids", mode="before")
     @classmethod
     def _null_is_empty(cls, value: Any) -> Any:
-        # `channelIDs: null` is valid for NVIDIA (its own test vector): no channel.
-        return () if value is None else value
+        return rules.channel_ids_or_none(value)
 
     @field_validator("channel_ids")
     @classmethod
     def _only_zero(cls, value: tuple[int, ...]) -> tuple[int, ...]:
-        if value not in ((), (0,)):
-            found = "[" + " ".join(str(v) for v in value) + "]"
-            raise ValueError(
-                f"invalid IMEX channel IDs: invalid IMEX config: channelIDs must be [] or [0]; found {found}"
-            )
-        return value
-
-
-MAX_CDI_NAMES = 32
-_CDI_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+        return rules.only_channel_zero(value)
 
 
 class ExtensionsSchema(_Model):
@@ -379,16 +234,7 @@ class ExtensionsSchema(_Model):
     @field_validator("cdi_feature_flags", "cdi_disabled_hooks", mode="before")
     @classmethod
     def _names(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            value = [item.strip() for item in value.split(",") if item.strip()]
-        if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
-            raise ValueError(f"expected a list of names, got {describe_value(value)}")
-        if len(value) > MAX_CDI_NAMES:
-            raise ValueError(f"at most {MAX_CDI_NAMES} names, got {len(value)}")
-        for item in value:
-            if not _CDI_NAME.fullmatch(item):
-                raise ValueError(f"{item[:80]!r} is not a hook or feature-flag name (lower-case letters, digits, '-')")
-        return tuple(value)
+        return rules.cdi_names(value)
 
 
 class ConfigSchema(_Model):
@@ -406,9 +252,14 @@ class ConfigSchema(_Model):
     @field_validator("version")
     @classmethod
     def _v1(cls, value: str) -> str:
-        if value not in ("", "v1"):
-            raise ValueError(f"unknown version: {value}")
-        return "v1"
+        return rules.version(value)
+
+
+def read_with_schema(data: Mapping[str, Any]) -> tuple[settings.Config, tuple[str, ...]]:
+    """(settings, unknown dotted keys) of a file's top-level mapping; raises pydantic's ValidationError."""
+    parsed = ConfigSchema.model_validate(dict(data))
+    config: settings.Config = to_settings(parsed)
+    return config, tuple(unknown_keys(parsed))
 
 
 def to_settings(model: _Model) -> Any:

@@ -10,7 +10,6 @@ from typing import Any
 from gpuslice.dra.names import counter_set_name, gpu_device_name, mig_device_name, replica_device_name
 from gpuslice.gpu import Gpu, MigCatalogue, MigInstance, MigProfile, Node, catalogue_for
 from gpuslice.sharing import AdvertisedDevice, SharingPlan
-from gpuslice.sharing.dynamic.geometry import is_slot_id
 
 PCI_BUS_ID_ATTRIBUTE = "resource.kubernetes.io/pciBusID"
 # Counter name -> MigProfile field: the engine dimensions every MIG placement consumes (NVIDIA's names).
@@ -160,7 +159,7 @@ def _device(node: Node, advertised: AdvertisedDevice) -> DraDevice:
         }
         name = mig_device_name(gpu, profile, mig.placement_start)
         capacity = _mig_capacity(profile, mig.memory_mib)
-        if is_slot_id(advertised.id):
+        if advertised.dynamic:
             consumes = _placement_counters(profile, mig)
             placement = MigPlacement(catalogue, profile, mig.placement_start)
             device = DraDevice(name, advertised, attributes, capacity, placement, consumes)

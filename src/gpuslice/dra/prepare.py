@@ -31,8 +31,7 @@ from gpuslice.dra.owned import OwnPaths, confine
 from gpuslice.fsutil.atomic import leftover_temp_files
 from gpuslice.gpu import Gpu, MigInstance
 from gpuslice.sharing import Isolation, Resource, weakest
-from gpuslice.sharing.dynamic.geometry import GeometryConflict, Holding, SlotUnavailable
-from gpuslice.sharing.dynamic.runtime import ClaimError, DynamicMig
+from gpuslice.sharing.dynamic import ClaimError, DynamicMig, GeometryConflict, Holding, SlotUnavailable
 
 log = logging.getLogger("gpuslice.dra")
 

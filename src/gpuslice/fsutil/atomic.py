@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,6 +12,10 @@ from typing import TextIO
 from gpuslice.fsutil.regular import first_entries
 
 _TEMP_PREFIX, _TEMP_SUFFIX = ".", ".tmp"  # `.<target name>.<random>.tmp`, beside the target
+
+# tempfile would do, but it imports shutil, bz2, lzma and random: a few ms of every plugin start, for one
+# exclusively created file with a random name.
+_NAME_ATTEMPTS = 100
 
 
 def atomic_write_bytes(path: str | Path, data: bytes, mode: int = 0o644) -> Path:
@@ -23,15 +26,13 @@ def atomic_write_bytes(path: str | Path, data: bytes, mode: int = 0o644) -> Path
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temp_name = tempfile.mkstemp(
-        dir=target.parent, prefix=f"{_TEMP_PREFIX}{target.name}.", suffix=_TEMP_SUFFIX
-    )
+    descriptor, temp_name = _create_temp(target)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temp_name, mode)  # mkstemp creates 0600; the caller says who may read the result
+        os.chmod(temp_name, mode)  # created 0600; the caller says who may read the result
         os.replace(temp_name, target)
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
@@ -43,6 +44,18 @@ def atomic_write_bytes(path: str | Path, data: bytes, mode: int = 0o644) -> Path
 def atomic_write_text(path: str | Path, text: str, mode: int = 0o644) -> Path:
     """atomic_write_bytes for text, encoded as UTF-8."""
     return atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+def _create_temp(target: Path) -> tuple[int, str]:
+    """A new file `.<name>.<random>.tmp` beside `target`, created exclusively (mode 0600), as mkstemp does."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(_NAME_ATTEMPTS):
+        name = str(target.parent / f"{_TEMP_PREFIX}{target.name}.{os.urandom(6).hex()}{_TEMP_SUFFIX}")
+        try:
+            return os.open(name, flags, 0o600), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {target} after {_NAME_ATTEMPTS} attempts")
 
 
 def temp_file_pattern(target: str) -> re.Pattern[str]:
@@ -78,7 +91,7 @@ def atomic_text_writer(path: str | Path, mode: int = 0o644) -> Iterator[TextIO]:
     On an error the temp file is removed and `path` is left as it was."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    descriptor, temp_name = _create_temp(target)
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as handle:
             yield handle

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,7 +24,12 @@ def private_runtime_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     base = env.get("XDG_RUNTIME_DIR")
     uid = os.getuid()
-    path = Path(base) / RUNTIME_DIR_NAME if base else Path(tempfile.gettempdir()) / f"{RUNTIME_DIR_NAME}-{uid}"
+    if base:
+        path = Path(base) / RUNTIME_DIR_NAME
+    else:
+        import tempfile  # only here: tempfile brings shutil, bz2, lzma and random to every plugin start
+
+        path = Path(tempfile.gettempdir()) / f"{RUNTIME_DIR_NAME}-{uid}"
     try:
         with contextlib.suppress(FileExistsError):
             path.mkdir(mode=0o700)

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import random
-import threading
 
 from gpuslice.kube.counters import API_COUNTERS, ApiCounters
+from gpuslice.retry import Backoff
 
 FIRST_S = 1.0
 MAX_S = 30.0
 JITTER = 0.25  # up to +25 %: nodes that failed together do not retry together
 
 
-class RetryBackoff:
-    """`failure()` gives the next delay (never below `first_s`, doubling up to `max_s`, plus jitter);
-    `success()` starts over. Only a success resets: an event or a quick answer between faults does not."""
+class RetryBackoff(Backoff):
+    """The project's Backoff with the API server's delays, counting each retry in the API counters."""
 
     def __init__(
         self,
@@ -24,31 +23,9 @@ class RetryBackoff:
         rng: random.Random | None = None,
         counters: ApiCounters | None = None,
     ) -> None:
-        if not 0 < first_s <= max_s:
-            raise ValueError(f"backoff needs 0 < first ({first_s}) <= max ({max_s})")
-        if not 0 <= jitter <= 1:
-            raise ValueError(f"backoff jitter {jitter} is not within [0, 1]")
-        self.first_s = first_s
-        self.max_s = max_s
-        self.jitter = jitter
-        self._rng = rng or random.Random()
+        super().__init__(first_s, max_s, jitter, rng)
         self._counters = counters if counters is not None else API_COUNTERS
-        self._next = first_s
-        self.failures = 0  # in a row
 
     def failure(self) -> float:
-        """The delay before the next try, and the one after it doubles."""
-        base = self._next
-        self._next = min(base * 2, self.max_s)
-        self.failures += 1
         self._counters.retry()
-        # Jitter only lengthens: the promise is "never sooner than the base delay".
-        return base * (1 + self.jitter * self._rng.random())
-
-    def success(self) -> None:
-        self._next = self.first_s
-        self.failures = 0
-
-    def wait(self, stop: threading.Event) -> bool:
-        """Sleep the next failure delay; True when `stop` was set meanwhile (the loop should end)."""
-        return stop.wait(self.failure())
+        return super().failure()

@@ -13,6 +13,7 @@ import itertools
 import json
 import logging
 import re
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -181,7 +182,7 @@ class FakeKubeApi:
 
     def start(self) -> FakeKubeApi:
         handler = _handler_for(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _QuietServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-kube-api", daemon=True)
         self._thread.start()
@@ -240,6 +241,14 @@ class FakeKubeApi:
         except (ValueError, KeyError) as exc:
             return 400, _status(400, "BadRequest", f"bad request: {exc}")
         return 405, _status(405, "MethodNotAllowed", f"{method} is not supported here")
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that goes away mid-connection (a plugin stopped or killed) is its business, not a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _drop_counters(obj: dict[str, Any]) -> None:

@@ -84,8 +84,8 @@ def _runtime() -> Any:
     """The CEL environment, built once: cel-expr-python and the proto types of semver and quantity."""
     try:
         from cel_expr_python import cel
-    except ImportError as exc:  # a dev dependency: the mock kubelet runs in tests and the demo
-        raise CelError("the mock kubelet's CEL needs cel-expr-python (pip install 'gpuslice[dev]')") from exc
+    except ImportError as exc:  # the demo extra: the mock kubelet runs in the demo and the tests
+        raise CelError("the mock kubelet's CEL needs cel-expr-python (pip install 'gpuslice[demo]')") from exc
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     proto = descriptor_pb2.FileDescriptorProto(name="gpuslice/kubelet/dra_cel.proto", package="kubernetes")

@@ -7,11 +7,11 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from gpuslice.plugin.server import PluginStartError, RegistrationError
+from gpuslice.retry import Backoff
 
 log = logging.getLogger("gpuslice.plugin.kubelet")
 
@@ -43,22 +43,6 @@ def file_identity(path: Path) -> FileIdentity | None:
     return stat.st_dev, stat.st_ino, stat.st_ctime_ns
 
 
-@dataclass
-class Backoff:
-    """Doubling delays between registration attempts, reset by a success or a new kubelet socket."""
-
-    start_s: float = BACKOFF_START_S
-    max_s: float = BACKOFF_MAX_S
-    current_s: float = 0.0
-
-    def next_delay(self) -> float:
-        self.current_s = self.start_s if self.current_s == 0 else min(self.current_s * 2, self.max_s)
-        return self.current_s
-
-    def reset(self) -> None:
-        self.current_s = 0.0
-
-
 class KubeletWatcher:
     """Keeps a plugin registered with one kubelet, on thread `gpuslice-kubelet-watch`.
 
@@ -83,7 +67,7 @@ class KubeletWatcher:
         self.kubelet_socket = Path(kubelet_socket)
         self.target = target
         self.poll_interval_s = poll_interval_s
-        self._backoff = backoff or Backoff()
+        self._backoff = backoff or Backoff(BACKOFF_START_S, BACKOFF_MAX_S)
         self._on_registered = on_registered or (lambda: None)
         self._on_failure = on_failure or (lambda exc: None)
         self._clock = clock
@@ -146,7 +130,7 @@ class KubeletWatcher:
             appeared = kubelet_now is not None and kubelet_now != kubelet_seen and kubelet_now == previous_poll
             if appeared or self._clock() >= self._next_attempt:
                 if appeared:
-                    self._backoff.reset()
+                    self._backoff.success()
                 self._attempt()
             return
         reason = self._restart_reason(kubelet_now, kubelet_seen)
@@ -155,7 +139,7 @@ class KubeletWatcher:
             with self._lock:
                 self._registered = False
             self._suspect_since = None
-            self._backoff.reset()
+            self._backoff.success()
             self._attempt()
 
     def _restart_reason(self, kubelet_now: FileIdentity | None, kubelet_seen: FileIdentity | None) -> str | None:
@@ -213,12 +197,12 @@ class KubeletWatcher:
             self._registered, self._kubelet_seen = True, kubelet_before
             self.registrations += 1
             self._lock.notify_all()
-        self._backoff.reset()
+        self._backoff.success()
         self._on_registered()
         return True
 
     def _fail(self, exc: Exception, kubelet_seen: FileIdentity | None) -> None:
-        delay = self._backoff.next_delay()
+        delay = self._backoff.failure()
         with self._lock:
             self._registered, self._kubelet_seen = False, kubelet_seen
             self.failures += 1

@@ -12,7 +12,6 @@ from gpuslice.sharing.dynamic.geometry import (
     GeometryConflict,
     Holding,
     SlotUnavailable,
-    is_slot_id,
     open_starts,
 )
 from gpuslice.sharing.dynamic.plan import DYNAMIC, dynamic_gpus, has_placements, placement_gpus
@@ -34,7 +33,6 @@ __all__ = [
     "claimed_gpus",
     "dynamic_gpus",
     "has_placements",
-    "is_slot_id",
     "open_starts",
     "placement_gpus",
 ]

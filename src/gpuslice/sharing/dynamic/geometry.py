@@ -39,11 +39,6 @@ def slot_id(gpu_uuid: str, profile: MigProfile, start: int) -> str:
     return f"{gpu_uuid}/{profile.resource_suffix}@{start}"
 
 
-def is_slot_id(device_id: str) -> bool:
-    """Whether `device_id` has the shape of a slot ID (for IDs from outside; a plan's device says `dynamic`)."""
-    return SLOT_ID.fullmatch(device_id) is not None
-
-
 @dataclass(frozen=True)
 class Slot:
     """One placement: a profile at a start slice on one GPU, advertised as one device of the profile's resource."""
