@@ -28,7 +28,7 @@ from gpuslice.allocation import StaticAllocator
 from gpuslice.config import parse_config_text
 from gpuslice.discovery import load_node_spec
 from gpuslice.kubelet import MockKubelet
-from gpuslice.plugin.http_server import HttpLimits
+from gpuslice.node.http_server import HttpLimits
 from gpuslice.plugin.server import ResourceServer
 from gpuslice.plugin.service import ResourceService
 from gpuslice.sharing import HealthStore, build_resources

@@ -147,3 +147,22 @@ def test_the_daemonset_uses_only_flags_the_command_has(objects: list[dict[str, A
     assert flags and all(flag in help_text for flag in flags)
     envs = {env["name"] for env in plugin["env"]}
     assert {"NODE_NAME", "DRIVER_NAME", "CONFIG_FILE"} <= envs  # read by `gpuslice dra` (envvar= in its options)
+
+
+@pytest.mark.parametrize("target", sorted(DRA_TARGETS))
+def test_the_metrics_port_is_probed_scraped_and_fenced_on_the_dra_plugin(
+    rendered: dict[str, list[dict[str, Any]]], target: str
+) -> None:
+    objects = rendered[target]
+    daemonset = find(objects, "DaemonSet", "gpuslice-dra-plugin")
+    plugin = container(daemonset)
+    port = int(plugin["args"][plugin["args"].index("--metrics-port") + 1])
+    assert {p["name"]: p["containerPort"] for p in plugin["ports"]} == {"metrics": port}
+    assert plugin["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert plugin["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    pods = daemonset["spec"]["template"]["metadata"]["labels"]
+    service = find(objects, "Service", "gpuslice-metrics")
+    assert service["spec"]["selector"].items() <= pods.items()
+    assert [(p["port"], p["targetPort"]) for p in service["spec"]["ports"]] == [(port, "metrics")]
+    policy = find(objects, "NetworkPolicy", "gpuslice-metrics")
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pods.items()

@@ -329,6 +329,12 @@ def test_dra_replaces_the_device_plugin() -> None:
         "/var/lib/kubelet/plugins/gpu.gpuslice.io",
         "/var/run/cdi",
     }
+    box = main_container(daemonsets(objects)["dra-plugin"])
+    port = int(box["args"][box["args"].index("--metrics-port") + 1])
+    assert port == 9402 and {p["name"]: p["containerPort"] for p in box["ports"]} == {"metrics": port}
+    assert {box[probe]["httpGet"]["path"] for probe in ("readinessProbe", "livenessProbe")} == {"/readyz", "/healthz"}
+    service = next(o for o in objects if o["kind"] == "Service")
+    assert service["spec"]["selector"] == daemonsets(objects)["dra-plugin"]["spec"]["selector"]["matchLabels"]
     beta = render(values_file("dra-v1beta2.yaml"))
     assert {o["apiVersion"] for o in beta if o["kind"] == "DeviceClass"} == {"resource.k8s.io/v1beta2"}
     assert _env(beta, "dra-plugin")["RESOURCE_API_VERSION"] == "v1beta2"

@@ -117,9 +117,14 @@ def test_a_digest_pins_the_image_and_a_tag_names_it() -> None:
 def test_what_runs(rendered: dict[str, list[dict[str, Any]]], name: str, components: set[str]) -> None:
     assert set(daemonsets(rendered[name])) == components
     kinds = {o["kind"] for o in rendered[name]}
-    # The metrics Service and NetworkPolicy belong to the device plugin; DeviceClasses to DRA.
-    assert ("Service" in kinds) == ("device-plugin" in components)
-    assert ("NetworkPolicy" in kinds) == ("device-plugin" in components)
+    # The metrics Service and NetworkPolicy belong to the kubelet plugin (device plugin or DRA); DeviceClasses to DRA.
+    served = components & {"device-plugin", "dra-plugin"}
+    assert ("Service" in kinds) == bool(served)
+    assert ("NetworkPolicy" in kinds) == bool(served)
+    for kind in ("Service", "NetworkPolicy"):
+        for obj in (o for o in rendered[name] if o["kind"] == kind):
+            selector = obj["spec"]["selector"] if kind == "Service" else obj["spec"]["podSelector"]["matchLabels"]
+            assert {selector["app.kubernetes.io/component"]} == served
     assert ("DeviceClass" in kinds) == ("dra-plugin" in components)
 
 

@@ -178,8 +178,8 @@ def test_a_plugin_with_a_valid_config_file_never_loads_pydantic(workdir: Path) -
 
 
 # `gpuslice dra` registers with the kubelet before it needs the API client (made on the first API call, on
-# the publisher's thread), the shared-counter gauges (made by the first sync) or a claim's opaque-config
-# models (pydantic, loaded by the first config of ours)
+# the publisher's thread), the Prometheus client (the counters' registry is made by a scrape) or a
+# claim's opaque-config models (pydantic, loaded by the first config of ours)
 NOT_ON_DRA_START_PATH = ("pydantic", "pydantic_core", "gpuslice.dra.opaque", "lightkube", "httpx2", "prometheus_client")
 DRA_BUILT = """
 from pathlib import Path

@@ -53,6 +53,11 @@ _DEFAULT_PLUGINS = f"{DEFAULT_KUBELET_ROOT}/{PLUGINS_DIR_NAME}"
 @click.option("--counter-layout", envvar="COUNTER_LAYOUT", default="auto", show_default=True,
               type=click.Choice(["auto", "combined", "split"]),
               help="Counter sets with their devices (1.34) or apart (1.35+); auto asks the server.")  # fmt: skip
+@click.option("--metrics-port", envvar="METRICS_PORT", type=click.IntRange(0, 65535), default=None,
+              help="Serve /metrics, /healthz and /readyz on this port (0: any free port) [default: off].")  # fmt: skip
+@click.option("--metrics-address", envvar="METRICS_ADDRESS", default="",
+              help="Bind /metrics, /healthz and /readyz to this address (127.0.0.1, a pod IP, ::) "
+              "[default: every address].")  # fmt: skip
 @click.option("--print-resource-slices", is_flag=True, help="Print the slices as multi-document YAML and exit.")
 @click.option("--log-level", default="info", show_default=True, type=click.Choice(["debug", "info", "warning"]))
 @nvidia_flags
@@ -70,6 +75,8 @@ def dra(
     resource_api_version: str,
     resync_interval: float,
     counter_layout: str,
+    metrics_port: int | None,
+    metrics_address: str,
     print_resource_slices: bool,
     log_level: str,
     **nvidia: str | None,
@@ -102,7 +109,8 @@ def dra(
         click.echo(yaml.safe_dump_all(slices, sort_keys=False), nl=False)
         return
     _run(setup, driver_name, plugins_registry, plugins_dir, cdi_spec_dir, mps_control_command,
-         kube_api_server, resource_api_version, resync_interval, counter_layout)  # fmt: skip
+         kube_api_server, resource_api_version, resync_interval, counter_layout, metrics_port,
+         metrics_address)  # fmt: skip
 
 
 def _run(
@@ -116,6 +124,8 @@ def _run(
     api_version: str,
     resync_s: float,
     counter_layout: str,
+    metrics_port: int | None,
+    metrics_address: str,
 ) -> None:
     from gpuslice.allocation.cdi import CdiError
     from gpuslice.dra.api import ApiError
@@ -137,6 +147,8 @@ def _run(
         resync_s=resync_s,
         counter_layout=counter_layout,
         environ=dict(os.environ),
+        metrics_port=metrics_port,
+        metrics_address=metrics_address,
     )
     try:
         app = DraApp(setup, settings, LightkubeResourceApi(server))

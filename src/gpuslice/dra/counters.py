@@ -14,6 +14,7 @@ from gpuslice.dra.slices import API_GROUP, PoolSpec, devices_of, slice_name
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
+    from prometheus_client.core import Metric
 
 log = logging.getLogger("gpuslice.dra")
 
@@ -131,27 +132,42 @@ class CounterSupport:
     `gpuslice_dra_guarded_gpus` counts the dynamic-MIG GPUs offered in the counter-free layout.
     """
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        # imported here: the Prometheus client (~25 ms with http.server) loads with the first sync, on the
-        # publisher's thread, not on the way to registering with the kubelet
-        from prometheus_client import CollectorRegistry, Gauge
-
-        self.registry = registry if registry is not None else CollectorRegistry()
+    def __init__(self) -> None:
         self.state = "unknown"
-        self._state = Gauge(
-            f"{METRIC_PREFIX}_shared_counters",
-            "1 for whether the API server keeps ResourceSlice shared counters (unknown, supported, dropped)",
-            ["state"],
-            registry=self.registry,
-        )
-        self._guarded = Gauge(
-            f"{METRIC_PREFIX}_guarded_gpus",
-            "Dynamic-MIG GPUs offered as one fixed layout because the API server drops shared counters",
-            registry=self.registry,
-        )
+        self.guarded = 0  # what the gauge says; set when the counter-free layout is offered
+        self._registry: CollectorRegistry | None = None
         self._lock = threading.Lock()
         self._probed = False
-        self._set("unknown")
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        """A Prometheus registry exporting the two metrics (the client is imported here, on first use:
+        a `gpuslice dra` without a metrics port never loads it)."""
+        with self._lock:
+            if self._registry is None:
+                from prometheus_client import CollectorRegistry
+
+                registry = CollectorRegistry(auto_describe=True)
+                registry.register(_CounterCollector(self))
+                self._registry = registry
+            return self._registry
+
+    def families(self) -> list[Metric]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        state = GaugeMetricFamily(
+            f"{METRIC_PREFIX}_shared_counters",
+            "1 for whether the API server keeps ResourceSlice shared counters (unknown, supported, dropped)",
+            labels=["state"],
+        )
+        for known in STATES:
+            state.add_metric([known], 1 if known == self.state else 0)
+        guarded = GaugeMetricFamily(
+            f"{METRIC_PREFIX}_guarded_gpus",
+            "Dynamic-MIG GPUs offered as one fixed layout because the API server drops shared counters",
+            self.guarded,
+        )
+        return [state, guarded]
 
     def _set(self, state: str) -> None:
         with self._lock:
@@ -163,8 +179,6 @@ class CounterSupport:
                     "placements overlap"
                 )
             self.state = state
-            for known in STATES:
-                self._state.labels(known).set(1 if known == state else 0)
 
     @property
     def dropped(self) -> bool:
@@ -207,5 +221,15 @@ class CounterSupport:
         if not self.dropped:
             return devices
         guarded = guarded_devices(list(devices))
-        self._guarded.set(len({device.gpu.uuid for device in guarded if device.placement is not None}))
+        self.guarded = len({device.gpu.uuid for device in guarded if device.placement is not None})
         return guarded
+
+
+class _CounterCollector:
+    """The Prometheus collector of one CounterSupport: read at every scrape, so never stale."""
+
+    def __init__(self, support: CounterSupport) -> None:
+        self._support = support
+
+    def collect(self) -> Iterable[Metric]:
+        return self._support.families()

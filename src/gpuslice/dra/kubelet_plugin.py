@@ -67,6 +67,7 @@ class KubeletPlugin:
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
         self._remove_listener: Callable[[], None] | None = None
+        self.publisher_restarts = 0
 
     def published_devices(self) -> Sequence[DraDevice]:
         """The devices offered now: healthy ones only (an unhealthy device leaves the pool until it heals)."""
@@ -116,12 +117,40 @@ class KubeletPlugin:
         while not self._stop.wait(self.settings.socket_check_s):
             if self.slices is not None and not self.slices.alive:
                 log.error("the ResourceSlice publisher stopped; starting it again")
+                self.publisher_restarts += 1
                 self.slices.start()
             server = self._registration_server
             if server is not None and not server.socket_present():
                 log.warning("registration socket %s disappeared; serving it again", server.path)
                 server.stop()
                 self._serve_registration()
+
+    def alive(self) -> tuple[bool, str]:
+        """/healthz: red while a thread that must run does not (the publisher, the socket watcher that
+        restarts it) or while a socket the kubelet finds us by is gone (each is put back within
+        `socket_check_s` but dra.sock, so a lasting red has the kubelet restart the container)."""
+        if self._stop.is_set() or self._node_server is None:
+            return True, "not serving (starting or stopping)"
+        if self._watcher is not None and not self._watcher.is_alive():
+            return False, "the registration socket watcher stopped"
+        if self.slices is not None and not self.slices.alive:
+            return False, "the ResourceSlice publisher stopped"
+        if not self._node_server.socket_present():
+            return False, f"DRA socket {self._node_server.path} is gone"
+        registration = self._registration_server
+        if registration is None or not registration.socket_present():
+            return False, f"registration socket {self.settings.registration_socket} is gone"
+        return True, "ok"
+
+    def ready(self) -> tuple[bool, str]:
+        """/readyz: registered with the kubelet, and the pool's slices synced once."""
+        if self._stop.is_set() or self._node_server is None:
+            return False, "not serving"
+        if not self.registration.state.registered:
+            return False, f"not registered with the kubelet (socket {self.settings.registration_socket})"
+        if self.slices is None or not self.slices.wait_synced(0):
+            return False, "ResourceSlices not published yet"
+        return True, "ok"
 
     def _registered(self) -> None:
         if self.slices is not None:

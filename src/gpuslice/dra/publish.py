@@ -71,20 +71,12 @@ class SliceController:
         self.generation = 0
         self.written: list[dict[str, Any]] = []  # the slices of the last publish
         self.publishes = 0
-        self._counters: CounterSupport | None = None
+        self.counters = CounterSupport()  # whether the server keeps shared counters (dra.counters)
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._synced = threading.Event()  # set once a sync has completed
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-
-    @property
-    def counters(self) -> CounterSupport:
-        """Whether the server keeps shared counters (dra.counters); made on first use (the first sync)."""
-        with self._lock:
-            if self._counters is None:
-                self._counters = CounterSupport()
-            return self._counters
 
     @property
     def pool(self) -> PoolSpec:

@@ -38,6 +38,8 @@ class DraSettings:
     call_budget_s: float = CALL_BUDGET_S
     socket_check_s: float = SOCKET_CHECK_S
     environ: Mapping[str, str] = field(default_factory=dict)  # NVIDIA's health env vars (DP_DISABLE_HEALTHCHECKS, ...)
+    metrics_port: int | None = None  # /metrics, /healthz, /readyz; None: off, 0: any free port
+    metrics_address: str = ""  # "": every address
 
     def __post_init__(self) -> None:
         check_driver_name(self.driver)

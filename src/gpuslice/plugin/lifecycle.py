@@ -7,9 +7,10 @@ import threading
 from collections.abc import Callable
 
 from gpuslice.health.loop import HealthLoop
+from gpuslice.node.metrics_server import MetricsServer
 from gpuslice.plugin.kubelet_watch import KUBELET_POLL_S, KubeletWatcher
 from gpuslice.plugin.manager import PluginManager
-from gpuslice.plugin.metrics import MetricsServer, PluginMetrics
+from gpuslice.plugin.metrics import PluginMetrics
 from gpuslice.plugin.server import PluginStartError
 from gpuslice.plugin.serving_probe import probe_serving
 

@@ -1,22 +1,19 @@
-"""The plugin process's metrics in Prometheus' format, and the HTTP server for /metrics, /healthz and /readyz."""
+"""The plugin process's metrics in Prometheus' format (node.metrics_server serves them on /metrics)."""
 
 from __future__ import annotations
 
 import bisect
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from gpuslice.allocation import AllocationError
-from gpuslice.plugin.http_server import BoundedHttpServer, HttpLimits
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
     from prometheus_client.core import Metric
 
-log = logging.getLogger("gpuslice.plugin.metrics")
 
 PREFIX = "gpuslice_plugin"
 # Allocate is a pure function behind one gRPC hop: sub-millisecond normally, seconds only when something is wrong.
@@ -24,8 +21,6 @@ ALLOCATE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 
 DeviceCounts = Callable[[], Mapping[str, tuple[int, int]]]  # resource -> (advertised, healthy)
 StreamCounts = Callable[[], Mapping[str, int]]  # resource -> open ListAndWatch streams
-Probe = Callable[[], tuple[bool, str]]  # (ok, why)
-_TEXT = "text/plain; charset=utf-8"
 # name, help, label names: the counters, in the order they are exported
 _COUNTERS = (
     ("registrations", "Successful registrations with the kubelet", ("resource",)),
@@ -199,45 +194,3 @@ class _Exporter:
 
     def collect(self) -> Iterable[Metric]:
         return self._metrics.families()
-
-
-class MetricsServer:
-    """HTTP on `address:port` (port 0 picks a free one): /metrics, /healthz (alive), /readyz (registered).
-
-    Served by plugin.http_server: bounded connections, per-connection timeouts, a fixed pool of handlers.
-    """
-
-    def __init__(
-        self,
-        metrics: PluginMetrics,
-        port: int,
-        address: str = "",
-        liveness: Probe | None = None,
-        readiness: Probe | None = None,
-        limits: HttpLimits | None = None,
-    ) -> None:
-        self.metrics = metrics
-        self._liveness = liveness or (lambda: (True, "ok"))
-        self._readiness = readiness or (lambda: (True, "ok"))
-        self.http = BoundedHttpServer(address, port, self._route, limits, name="gpuslice-metrics")
-
-    @property
-    def port(self) -> int:
-        return self.http.port
-
-    def start(self) -> None:
-        self.http.start()
-        log.info("serving /metrics, /healthz and /readyz on port %d", self.port)
-
-    def stop(self) -> None:
-        self.http.stop()
-
-    def _route(self, path: str) -> tuple[int, bytes, str]:
-        if path == "/metrics":
-            from prometheus_client import CONTENT_TYPE_LATEST
-
-            return 200, self.metrics.render(), CONTENT_TYPE_LATEST
-        if path in ("/healthz", "/readyz"):
-            ok, why = (self._liveness if path == "/healthz" else self._readiness)()
-            return (200 if ok else 503), (why + "\n").encode(), _TEXT
-        return 404, b"not found: try /metrics, /healthz or /readyz\n", _TEXT

@@ -9,8 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from gpuslice.plugin.http_server import HttpLimits
-from gpuslice.plugin.metrics import MetricsServer, PluginMetrics
+from gpuslice.node.http_server import HttpLimits
+from gpuslice.node.metrics_server import MetricsServer
+from gpuslice.plugin.metrics import PluginMetrics
 
 TIMEOUT_S = 0.4
 HALF_SENT = b"GET /metrics HTTP/1.1\r\nHost: x\r\n"

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-log = logging.getLogger("gpuslice.plugin.metrics")
+log = logging.getLogger("gpuslice.node.http")
 
 # (status, body, content type) for a GET of a path; it runs on the handler pool, never on the event loop.
 Route = Callable[[str], tuple[int, bytes, str]]
