@@ -38,7 +38,7 @@ def cluster() -> Iterator[tuple[Node, MockDraKubelet, DraApp]]:
         try:
             assert kubelet.watcher.wait_registered(DRIVER, timeout=10)
             assert kubelet.wait_for_slices(DRIVER, min_devices=4)
-            assert app.slices is not None and app.slices.wait_synced(10)  # publishing runs on its own thread
+            assert app.plugin.slices is not None and app.plugin.slices.wait_synced(10)  # its own thread
             yield node, kubelet, app
         finally:
             app.stop()
@@ -82,7 +82,7 @@ def test_no_hooks_no_base_spec() -> None:
         try:
             assert kubelet.watcher.wait_registered(DRIVER, timeout=10)
             assert kubelet.wait_for_slices(DRIVER)
-            assert app.slices is not None and app.slices.wait_synced(10)  # publishing runs on its own thread
+            assert app.plugin.slices is not None and app.plugin.slices.wait_synced(10)  # its own thread
             uid = kubelet.create_claim(claim("plain"))["metadata"]["uid"]
             admission = kubelet.admit("pod-plain", ["plain"])
             assert all(i.startswith(f"k8s.{DRIVER}/claim={uid}-") for i in admission.cdi_ids)

@@ -12,12 +12,13 @@ from prometheus_client import generate_latest
 from gpuslice.dra import DraApp, DraSettings, prepare_setup
 from gpuslice.dra.api import InMemoryResourceApi
 from gpuslice.dra.counters import CounterSupport, counters_dropped, guarded_devices
-from gpuslice.dra.devices import DraDevice, MigPlacement
+from gpuslice.dra.devices import DraDevice
 from gpuslice.dra.kube import LightkubeResourceApi
 from gpuslice.dra.slices import PoolSpec, build_slices, devices_of
 from gpuslice.gpu import MigInstance
 from gpuslice.kubelet.dra_mock import DraAdmissionError, MockDraKubelet
 from gpuslice.mps import FakeMpsControl
+from gpuslice.sharing.dynamic import Slot
 from tests.dra.support import DRIVER, MIG_CLASS, NODE, Node, claim, device_classes
 from tests.support.dirs import short_temp_dir
 
@@ -81,8 +82,8 @@ def test_no_overlapping_placements_are_offered_when_the_server_drops_counters(
     try:
         assert mock.watcher.wait_registered(DRIVER, timeout=10)
         assert mock.wait_for_slices(DRIVER, min_devices=4)
-        assert app.slices is not None and app.slices.wait_synced(10)  # publishing runs on its own thread
-        assert app.slices is not None and app.slices.counters.dropped
+        assert app.plugin.slices is not None and app.plugin.slices.wait_synced(10)  # its own thread
+        assert app.plugin.slices is not None and app.plugin.slices.counters.dropped
         _assert_no_overlap(mock.slices(DRIVER), 81559)
         # The claims the real allocator put all on GPU 0 of a 1.32 server: only the first fits now.
         for name, profile in (("full", "7g.80gb"), ("small", "1g.10gb"), ("half", "3g.40gb")):
@@ -91,12 +92,12 @@ def test_no_overlapping_placements_are_offered_when_the_server_drops_counters(
         for pod, name in (("pod-small", "small"), ("pod-half", "half")):
             with pytest.raises(DraAdmissionError, match="does not fit"):
                 mock.admit(pod, [name])
-        metrics = generate_latest(app.slices.counters.registry).decode()
+        metrics = generate_latest(app.plugin.slices.counters.registry).decode()
         assert 'gpuslice_dra_shared_counters{state="dropped"} 1.0' in metrics
         assert "gpuslice_dra_guarded_gpus 1.0" in metrics
-        publishes = app.slices.publishes
-        app.slices.sync()
-        assert app.slices.publishes == publishes, "the guarded layout is stable: nothing to rewrite"
+        publishes = app.plugin.slices.publishes
+        app.plugin.slices.sync()
+        assert app.plugin.slices.publishes == publishes, "the guarded layout is stable: nothing to rewrite"
         assert mock.delete_pod("pod-full") == {}
     finally:
         app.stop()
@@ -111,8 +112,8 @@ def test_a_server_that_keeps_counters_gets_every_placement() -> None:
         app.start()
         try:
             assert mock.wait_for_slices(DRIVER, min_devices=30)
-            assert app.slices is not None and app.slices.wait_synced(10)  # publishing runs on its own thread
-            assert app.slices is not None and app.slices.counters.state == "supported"
+            assert app.plugin.slices is not None and app.plugin.slices.wait_synced(10)  # its own thread
+            assert app.plugin.slices is not None and app.plugin.slices.counters.state == "supported"
             assert any(obj["spec"].get("sharedCounters") for obj in mock.slices(DRIVER))
             assert not any(name.endswith("counter-probe") for name in (s["metadata"]["name"] for s in mock.slices()))
         finally:
@@ -123,7 +124,7 @@ def _dynamic_setup(tmp: Node) -> Any:
     return prepare_setup("fake", str(tmp.spec), str(tmp.config))
 
 
-def _at(device: DraDevice) -> MigPlacement:
+def _at(device: DraDevice) -> Slot:
     assert device.placement is not None
     return device.placement
 

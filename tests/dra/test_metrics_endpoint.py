@@ -152,8 +152,8 @@ def publisher_dies_once(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("publisher_dies_once")
 def test_healthz_is_red_while_the_publisher_is_dead_and_not_restarted() -> None:
     with running_app() as (app, port, _):
-        assert app.slices is not None
-        wait_for(lambda: not app.slices.alive, "the publisher's death")  # type: ignore[union-attr]
+        assert app.plugin.slices is not None
+        wait_for(lambda: not app.plugin.slices.alive, "the publisher's death")  # type: ignore[union-attr]
         assert get(port, "/healthz") == (503, "the ResourceSlice publisher stopped\n")
         assert get(port, "/readyz")[0] == 503
 
@@ -161,8 +161,8 @@ def test_healthz_is_red_while_the_publisher_is_dead_and_not_restarted() -> None:
 @pytest.mark.usefixtures("publisher_dies_once")
 def test_a_restarted_publisher_turns_healthz_green_and_is_counted() -> None:
     with running_app(socket_check_s=0.05) as (app, port, _):
-        assert app.slices is not None
-        wait_for(lambda: app.slices.wait_synced(0), "a sync by the restarted publisher")  # type: ignore[union-attr]
+        assert app.plugin.slices is not None
+        wait_for(lambda: app.plugin.slices.wait_synced(0), "a sync by the restarted publisher")  # type: ignore[union-attr]
         assert get(port, "/healthz") == (200, "ok\n")
         assert value(samples(port), "gpuslice_dra_publisher_restarts_total") == 1
 
@@ -179,7 +179,7 @@ def test_healthz_is_red_when_a_socket_the_kubelet_needs_is_gone(gone: str) -> No
 
 def test_readyz_waits_for_the_kubelet_and_the_first_sync() -> None:
     with running_app() as (app, port, _):
-        assert app.slices is not None and app.slices.wait_synced(WAIT_S)
+        assert app.plugin.slices is not None and app.plugin.slices.wait_synced(WAIT_S)
         status, why = get(port, "/readyz")
         assert status == 503 and why.startswith("not registered with the kubelet")
         assert value(samples(port), "gpuslice_dra_registered") == 0

@@ -38,7 +38,7 @@ def put(app: DraApp, uid: str, *devices: str) -> ClaimRef:
 
 
 def control_of(app: DraApp) -> RecordingMigControl:
-    control = app.parts.mig
+    control = app.driver.parts.mig
     assert isinstance(control, RecordingMigControl)
     return control
 
@@ -56,34 +56,34 @@ def test_the_node_cores_placement_rules_refuse_before_the_hardware_is_asked(
 ) -> None:
     app = build(tmp_path)
     if first:
-        app.preparer.prepare(put(app, "u1", *first), 10)
+        app.driver.preparer.prepare(put(app, "u1", *first), 10)
     calls = len(control_of(app).calls)
     with pytest.raises(ClaimPrepareError, match=message):
-        app.preparer.prepare(put(app, "u2", *second), 10)
+        app.driver.preparer.prepare(put(app, "u2", *second), 10)
     assert len(control_of(app).calls) == calls, "refused by the rules, not by the device"
-    assert set(app.preparer.records()) == ({"u1"} if first else set())
+    assert set(app.driver.preparer.records()) == ({"u1"} if first else set())
 
 
 def test_unprepare_frees_the_placement_for_the_next_claim(tmp_path: Path) -> None:
     app = build(tmp_path)
-    app.preparer.prepare(put(app, "u1", ME_AT_0), 10)
-    app.preparer.unprepare(ClaimRef("default", "c-u1", "u1"), 10)
+    app.driver.preparer.prepare(put(app, "u1", ME_AT_0), 10)
+    app.driver.preparer.unprepare(ClaimRef("default", "c-u1", "u1"), 10)
     assert control_of(app).live_instances([3]) == []
-    assert app.preparer.prepare(put(app, "u2", ME_AT_1), 10).migs[0].device == ME_AT_1
+    assert app.driver.preparer.prepare(put(app, "u2", ME_AT_1), 10).migs[0].device == ME_AT_1
 
 
 def test_a_restart_re_creates_lost_devices_and_leaves_unrecorded_ones_alone(tmp_path: Path) -> None:
     app = build(tmp_path)
-    held = app.preparer.prepare(put(app, "u1", THREE_AT_0), 10)
+    held = app.driver.preparer.prepare(put(app, "u1", THREE_AT_0), 10)
     fresh = RecordingMigControl(app.setup.node)  # a GPU reset: every instance gone
     fresh.create(3, "1g.10gb", 6)  # and one nobody records (killed between create and checkpoint)
     again = build(tmp_path, fresh)
-    notes = again.preparer.resume()
+    notes = again.driver.preparer.resume()
     live = fresh.live_instances([3])
     assert sorted((m.profile, m.placement_start) for m in live) == [("1g.10gb", 6), ("3g.40gb", 0)], (
         "ours back; the unrecorded one left alone: a sealed record cannot prove which GPUs are ours"
     )
-    (record,) = again.preparer.records().values()
+    (record,) = again.driver.preparer.records().values()
     ours = next(m for m in live if m.profile == "3g.40gb")
     assert record.migs[0].uuid == ours.uuid and record.migs[0].gi == ours.gi and record.devices == held.devices
     assert any("held by no claim; left alone" in note for note in notes)
@@ -101,7 +101,7 @@ def _record(uid: str, device: str, mig: CreatedMig, state: str = "PrepareComplet
 def test_records_that_break_the_rules_or_name_a_static_device_are_refused(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    control = build(tmp_path).parts.mig
+    control = build(tmp_path).driver.parts.mig
     assert isinstance(control, RecordingMigControl)
     static = next(m for m in control.live_instances([2]) if m.profile == "3g.40gb")
     forged_static = CreatedMig(STATIC, 2, static.parent_uuid, "3g.40gb", 0, static.gi, static.ci, static.uuid, 1, 2)
@@ -116,7 +116,7 @@ def test_records_that_break_the_rules_or_name_a_static_device_are_refused(
     )
     with caplog.at_level(logging.ERROR, logger="gpuslice.dra"):
         app = build(tmp_path, control)
-        app.preparer.resume()
+        app.driver.preparer.resume()
     assert static in control.live_instances([2]), "a static MIG device is never destroyed for a record"
     refused = {
         r.getMessage().split(":")[1].strip().split()[1] for r in caplog.records if "are refused" in r.getMessage()

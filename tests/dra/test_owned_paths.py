@@ -60,11 +60,11 @@ def test_a_sealed_record_naming_outside_paths_touches_nothing_outside(
     checkpoint_of(tmp_path).save({UID: record})  # a correct checksum: anyone can compute one
     app = build(tmp_path)
     with caplog.at_level(logging.ERROR, logger="gpuslice.dra"):
-        app.preparer.resume()
+        app.driver.preparer.resume()
     assert victim_file.read_text() == "keep me too" and (victim_dir / "data").read_text() == "keep me"
     refused = [r.getMessage() for r in caplog.records if "never makes" in r.getMessage()]
     assert len(refused) == 1 and str(victim_file) in refused[0] and str(victim_dir) in refused[0]
-    assert "LD_PRELOAD" in refused[0] and app.preparer.records() == {}, "rolled back with our own paths only"
+    assert "LD_PRELOAD" in refused[0] and app.driver.preparer.records() == {}, "rolled back with our own paths only"
 
 
 def test_a_completed_record_keeps_only_derived_edits(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -73,7 +73,7 @@ def test_a_completed_record_keeps_only_derived_edits(tmp_path: Path, caplog: pyt
     assert isinstance(api, InMemoryResourceApi)
     api.put_claim(claim(UID, "gpu-0", [{"source": "FromClaim", "requests": [],
                                         "opaque": {"driver": DRIVER, "parameters": MPS}}]))  # fmt: skip
-    good = app.preparer.prepare(ClaimRef("default", "c", UID), 10)
+    good = app.driver.preparer.prepare(ClaimRef("default", "c", UID), 10)
     assert good.mps_daemon == str(tmp_path / "mps" / UID) and good.cdi_spec == str(
         tmp_path / "cdi" / spec_file_name(DRIVER, UID)
     )
@@ -85,7 +85,7 @@ def test_a_completed_record_keeps_only_derived_edits(tmp_path: Path, caplog: pyt
     checkpoint_of(tmp_path).save({UID: forged})
     with caplog.at_level(logging.ERROR, logger="gpuslice.dra"):
         again = build(tmp_path)
-    assert again.preparer.records() == {UID: good}, "the derived mounts and CDI IDs, not the recorded ones"
+    assert again.driver.preparer.records() == {UID: good}, "the derived mounts and CDI IDs, not the recorded ones"
     assert any("/etc" in r.getMessage() and "another claim" in r.getMessage() for r in caplog.records)
 
 
@@ -103,7 +103,7 @@ def test_a_record_that_is_no_claim_reference_is_ignored(
     checkpoint_of(tmp_path).save({record.uid: record})
     with caplog.at_level(logging.ERROR, logger="gpuslice.dra"):
         app = build(tmp_path)
-    assert app.preparer.records() == {}
+    assert app.driver.preparer.records() == {}
     assert any("refused a record" in r.getMessage() for r in caplog.records)
 
 
@@ -112,7 +112,7 @@ def test_a_start_after_a_kill_removes_only_our_own_leftovers(tmp_path: Path) -> 
     api = app.api
     assert isinstance(api, InMemoryResourceApi)
     api.put_claim(claim(UID, "gpu-1", []))
-    kept = Path(app.preparer.prepare(ClaimRef("default", "c", UID), 10).cdi_spec or "")
+    kept = Path(app.driver.preparer.prepare(ClaimRef("default", "c", UID), 10).cdi_spec or "")
     cdi = tmp_path / "cdi"
     ours = [
         cdi / spec_file_name(DRIVER, "dead-claim"),  # written, then killed before the record said so
@@ -128,7 +128,7 @@ def test_a_start_after_a_kill_removes_only_our_own_leftovers(tmp_path: Path) -> 
     for path in ours + theirs:
         path.write_text("{}")
     (cdi / spec_file_name(DRIVER, "a-directory")).mkdir()  # our pattern, but not something we write
-    notes = build(tmp_path).preparer.resume()
+    notes = build(tmp_path).driver.preparer.resume()
     assert [p for p in ours if p.exists()] == []
     assert all(p.exists() for p in theirs) and kept.exists(), "a completed claim keeps its spec"
     assert (cdi / spec_file_name(DRIVER, "a-directory")).is_dir()

@@ -74,33 +74,33 @@ def test_a_failed_step_undoes_the_earlier_ones(app: DraApp) -> None:
     api.put_claim(allocated("u1", ["gpu-3-mig-3g40gb-9-0"], [opaque(gpu_config(kind="MigDeviceConfig"))]))
     claim = allocated("u2", ["gpu-0"], [opaque(MPS)])
     api.put_claim(claim)
-    app.preparer.prepare(ClaimRef("default", "c-u1", "u1"), 10)
-    mig = app.parts.mig
+    app.driver.preparer.prepare(ClaimRef("default", "c-u1", "u1"), 10)
+    mig = app.driver.parts.mig
     assert isinstance(mig, RecordingMigControl)
     assert len(mig.live_instances([3])) == 1
     with pytest.raises(ClaimPrepareError, match="MPS daemon"):
-        app.preparer.prepare(ClaimRef("default", "c-u2", "u2"), 10)
-    assert set(app.preparer.records()) == {"u1"}, "the failed claim leaves no record"
+        app.driver.preparer.prepare(ClaimRef("default", "c-u2", "u2"), 10)
+    assert set(app.driver.preparer.records()) == {"u1"}, "the failed claim leaves no record"
     assert not list(app.settings.cdi_dir.glob("*u2*"))
-    app.preparer.unprepare(ClaimRef("default", "c-u1", "u1"), 10)
-    assert mig.live_instances([3]) == [] and app.preparer.records() == {}
+    app.driver.preparer.unprepare(ClaimRef("default", "c-u1", "u1"), 10)
+    assert mig.live_instances([3]) == [] and app.driver.preparer.records() == {}
 
 
 def test_unhealthy_devices_leave_the_pool_and_cannot_be_prepared(app: DraApp) -> None:
     api = app.api
     assert isinstance(api, InMemoryResourceApi)
-    controller = SliceController(api, app.pool_spec(), app.published_devices, resync_s=60)
+    controller = SliceController(api, app.plugin.pool_spec(), app.plugin.published_devices, resync_s=60)
     controller.sync()
     before = controller.generation
     gpu0 = app.setup.node.gpus[0].uuid
-    app.health.mark_unhealthy(gpu0, "Xid 79")
+    app.driver.health.mark_unhealthy(gpu0, "Xid 79")
     assert controller.sync() and controller.generation == before + 1
     names = {d["name"] for s in api.slices.values() for d in s["spec"]["devices"]}
     assert "gpu-0" not in names and "gpu-1" in names
     assert not controller.sync(), "nothing changed: nothing written"
     api.put_claim(allocated("u3", ["gpu-0"]))
     with pytest.raises(ClaimPrepareError, match="unhealthy"):
-        app.preparer.prepare(ClaimRef("default", "c-u3", "u3"), 10)
+        app.driver.preparer.prepare(ClaimRef("default", "c-u3", "u3"), 10)
     controller.delete_all()
     assert api.slices == {}
 
@@ -110,14 +110,14 @@ def test_no_time_left_means_nothing_is_done(app: DraApp) -> None:
     assert isinstance(api, InMemoryResourceApi)
     api.put_claim(allocated("u4", ["gpu-3-mig-1g10gb-19-0"]))
     with pytest.raises(ClaimPrepareError, match="ran out of time"):
-        app.preparer.prepare(ClaimRef("default", "c-u4", "u4"), 0)
-    assert app.preparer.records() == {}
+        app.driver.preparer.prepare(ClaimRef("default", "c-u4", "u4"), 0)
+    assert app.driver.preparer.records() == {}
 
 
 def test_a_kubelet_restart_wipe_is_noticed_and_repaired(app: DraApp) -> None:
     api = app.api
     assert isinstance(api, InMemoryResourceApi)
-    controller = SliceController(api, app.pool_spec(), app.published_devices)
+    controller = SliceController(api, app.plugin.pool_spec(), app.plugin.published_devices)
     controller.sync()
     generation = controller.generation
     api.slices.clear()
@@ -138,12 +138,12 @@ def test_claim_specs_carry_the_drivers_files_and_the_base_spec_its_hooks(tmp_pat
     api = app.api
     assert isinstance(api, InMemoryResourceApi)
     api.put_claim(allocated("u5", ["gpu-0"]))
-    record = app.preparer.prepare(ClaimRef("default", "c-u5", "u5"), 10)
+    record = app.driver.preparer.prepare(ClaimRef("default", "c-u5", "u5"), 10)
     assert record.cdi_spec is not None
     edits = json.loads(Path(record.cdi_spec).read_text())["containerEdits"]
     assert any(m["containerPath"].endswith("libcuda.so.550.127.08") for m in edits["mounts"])
     assert "hooks" not in edits, "hooks run once per container: they are in the base spec, not per claim"
-    assert write_base_spec(settings.cdi_dir, DRIVER, app.parts.driver_edits) == (base_cdi_id(DRIVER),)
+    assert write_base_spec(settings.cdi_dir, DRIVER, app.driver.parts.driver_edits) == (base_cdi_id(DRIVER),)
     base = json.loads((settings.cdi_dir / base_spec_file_name(DRIVER)).read_text())
     assert any("update-ldcache" in hook["args"] for hook in base["containerEdits"]["hooks"])
 
@@ -152,7 +152,7 @@ def test_an_api_server_that_is_not_there_yet_is_waited_for(app: DraApp) -> None:
     api = app.api
     assert isinstance(api, InMemoryResourceApi)
     api.served = ()
-    controller = SliceController(api, app.pool_spec, app.published_devices)
+    controller = SliceController(api, app.plugin.pool_spec, app.plugin.published_devices)
     with pytest.raises(ApiError):
         controller.sync()
     controller.delete_all()  # nothing was published: nothing to delete, and no error
@@ -168,12 +168,12 @@ def test_a_time_slice_interval_is_set_for_the_claim_and_reset_after(app: DraApp)
     assert isinstance(api, InMemoryResourceApi)
     long = gpu_config({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}})
     api.put_claim(allocated("u6", ["gpu-1"], [opaque(long)]))
-    record = app.preparer.prepare(ClaimRef("default", "c-u6", "u6"), 10)
-    control = app.parts.timeslice
+    record = app.driver.preparer.prepare(ClaimRef("default", "c-u6", "u6"), 10)
+    control = app.driver.parts.timeslice
     assert isinstance(control, RecordingTimeSlice)
     gpu1 = app.setup.node.gpus[1].uuid
     assert control.levels == {gpu1: 3} and record.isolation == "no isolation (time-slicing)"
-    app.preparer.unprepare(ClaimRef("default", "c-u6", "u6"), 10)
+    app.driver.preparer.unprepare(ClaimRef("default", "c-u6", "u6"), 10)
     assert control.levels == {gpu1: 0}
 
 
@@ -182,7 +182,7 @@ def test_claim_specs_hide_the_nodes_gpus_from_the_legacy_runtime(app: DraApp) ->
     api = app.api
     assert isinstance(api, InMemoryResourceApi)
     api.put_claim(allocated("u7", ["gpu-0"]))
-    record = app.preparer.prepare(ClaimRef("default", "c-u7", "u7"), 10)
+    record = app.driver.preparer.prepare(ClaimRef("default", "c-u7", "u7"), 10)
     assert record.cdi_spec is not None
     edits = json.loads(Path(record.cdi_spec).read_text())["containerEdits"]
     assert edits["env"][0] == "NVIDIA_VISIBLE_DEVICES=void"

@@ -48,6 +48,6 @@ def test_a_dead_publisher_is_restarted(monkeypatch: pytest.MonkeyPatch) -> None:
             while not api.slices:
                 assert time.monotonic() < deadline, f"never published (attempts: {attempts})"
                 time.sleep(0.02)
-            assert len(attempts) >= 2 and app.slices is not None and app.slices.alive
+            assert len(attempts) >= 2 and app.plugin.slices is not None and app.plugin.slices.alive
         finally:
             app.stop()

@@ -26,7 +26,7 @@ def test_counter_sets_move_to_their_own_slice_when_the_server_asks() -> None:
         try:
             assert kubelet.watcher.wait_registered(DRIVER, timeout=10)
             assert kubelet.wait_for_slices(DRIVER, min_devices=30)
-            assert app.slices is not None and app.slices.wait_synced(10)  # publishing runs on its own thread
+            assert app.plugin.slices is not None and app.plugin.slices.wait_synced(10)  # its own thread
             slices = kubelet.slices(DRIVER)
             assert any(s["spec"].get("sharedCounters") and not s["spec"].get("devices") for s in slices)
             for name in ("big-1", "big-2", "big-3"):

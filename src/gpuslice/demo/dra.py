@@ -96,8 +96,8 @@ def run_dra_part(directory: Path) -> DraPart:
         try:
             registered = kubelet.watcher.wait_registered(DRIVER, DRA_WAIT_S)
             kubelet.wait_for_slices(DRIVER, len(setup.devices), DRA_WAIT_S)
-            if app.slices is not None:  # publishing runs on its own thread: let its first sync finish
-                app.slices.wait_synced(DRA_WAIT_S)
+            if app.plugin.slices is not None:  # publishing runs on its own thread: let its first sync finish
+                app.plugin.slices.wait_synced(DRA_WAIT_S)
             slices = kubelet.slices(DRIVER)
             devices = [d for s in slices for d in s["spec"]["devices"]]
             placements = sum(1 for d in devices if "consumesCounters" in d)
@@ -109,7 +109,7 @@ def run_dra_part(directory: Path) -> DraPart:
                 uid = kubelet.create_claim(_claim(name, device_class, selector, sharing))["metadata"]["uid"]
                 admission = kubelet.admit(f"pod-{number}", [name])
                 (device,) = admission.claims[name]
-                isolation = app.preparer.records()[uid].isolation
+                isolation = app.driver.preparer.records()[uid].isolation
                 claim_id = next(i for i in device.cdi_ids if i != base_cdi_id(DRIVER))
                 part.claims.append(DraClaimStep(name, asks, device.device, claim_id, isolation))
             claim_specs = f"k8s.{DRIVER}-claim_*.json"

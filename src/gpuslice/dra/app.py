@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Unpack
 
 from gpuslice.dra.api import ResourceApi
 from gpuslice.dra.contract import ClaimDriver
-from gpuslice.dra.devices import DraDevice
 from gpuslice.dra.driver import GpuDriver, HardwareControls
 from gpuslice.dra.kubelet_plugin import KubeletPlugin
-from gpuslice.dra.prepare import PrepareParts, Preparer
-from gpuslice.dra.publish import SliceController
 from gpuslice.dra.settings import DraSettings
 from gpuslice.dra.setup import DraSetup
-from gpuslice.dra.slices import PoolSpec
 from gpuslice.dra.sockets import SocketError
-from gpuslice.sharing import HealthStore
 from gpuslice.signal_loop import run_until_signalled
 
 if TYPE_CHECKING:
@@ -57,7 +52,9 @@ class DraApp:
             settings, api, served, setup.node.name, setup.devices, self.driver.health, self.driver.reads
         )
         if self.metrics is not None:
-            self.metrics.watch(self._state, lambda: self.slices.counters.registry if self.slices else None)
+            self.metrics.watch(
+                self._state, lambda: self.plugin.slices.counters.registry if self.plugin.slices else None
+            )
             port = settings.metrics_port
             try:  # binds now: a busy port fails the start before anything is served
                 self.metrics_server = MetricsServer(
@@ -66,38 +63,14 @@ class DraApp:
             except OSError as exc:
                 raise SocketError(f"--metrics-port {port}: cannot listen: {exc.strerror or exc}") from exc
 
-    # What tests and the demo look at ---------------------------------------------------------------
-
-    @property
-    def health(self) -> HealthStore:
-        return self.driver.health
-
-    @property
-    def parts(self) -> PrepareParts:
-        return self.driver.parts
-
-    @property
-    def preparer(self) -> Preparer:
-        return self.driver.preparer
-
-    @property
-    def slices(self) -> SliceController | None:
-        return self.plugin.slices
-
-    def published_devices(self) -> Sequence[DraDevice]:
-        return self.plugin.published_devices()
-
-    def pool_spec(self) -> PoolSpec:
-        return self.plugin.pool_spec()
-
     def _state(self) -> PluginState:
         from gpuslice.dra.metrics import PluginState
 
-        slices = self.slices
+        slices = self.plugin.slices
         return PluginState(
             publishes=slices.publishes if slices is not None else 0,
             publisher_restarts=self.plugin.publisher_restarts,
-            published_devices=len(self.published_devices()),
+            published_devices=len(self.plugin.published_devices()),
             registered=self.plugin.registration.state.registered,
         )
 

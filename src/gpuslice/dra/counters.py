@@ -104,7 +104,7 @@ def _size(device: DraDevice) -> tuple[int, int, int]:
 
 def _mask(device: DraDevice) -> int:
     assert device.placement is not None
-    return ((1 << device.placement.profile.memory_slices) - 1) << device.placement.start
+    return device.placement.mask
 
 
 def probe_slice(pool: PoolSpec) -> dict[str, Any]:
@@ -147,8 +147,10 @@ class CounterSupport:
             if self._registry is None:
                 from prometheus_client import CollectorRegistry
 
+                from gpuslice.node.metrics_server import LiveCollector
+
                 registry = CollectorRegistry(auto_describe=True)
-                registry.register(_CounterCollector(self))
+                registry.register(LiveCollector(self))
                 self._registry = registry
             return self._registry
 
@@ -223,13 +225,3 @@ class CounterSupport:
         guarded = guarded_devices(list(devices))
         self.guarded = len({device.gpu.uuid for device in guarded if device.placement is not None})
         return guarded
-
-
-class _CounterCollector:
-    """The Prometheus collector of one CounterSupport: read at every scrape, so never stale."""
-
-    def __init__(self, support: CounterSupport) -> None:
-        self._support = support
-
-    def collect(self) -> Iterable[Metric]:
-        return self._support.families()

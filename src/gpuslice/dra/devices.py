@@ -5,11 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuslice.dra.names import counter_set_name, gpu_device_name, mig_device_name, replica_device_name
 from gpuslice.gpu import Gpu, MigCatalogue, MigInstance, MigProfile, Node, catalogue_for
 from gpuslice.sharing import AdvertisedDevice, SharingPlan
+
+if TYPE_CHECKING:
+    from gpuslice.sharing.dynamic import Slot
 
 PCI_BUS_ID_ATTRIBUTE = "resource.kubernetes.io/pciBusID"
 # Counter name -> MigProfile field: the engine dimensions every MIG placement consumes (NVIDIA's names).
@@ -38,15 +41,6 @@ class DeviceModelError(ValueError):
 
 
 @dataclass(frozen=True)
-class MigPlacement:
-    """A dynamic MIG placement: created at prepare time, destroyed at unprepare."""
-
-    catalogue: MigCatalogue
-    profile: MigProfile
-    start: int
-
-
-@dataclass(frozen=True)
 class DraDevice:
     """One device of our pool and the hardware behind it."""
 
@@ -54,7 +48,7 @@ class DraDevice:
     advertised: AdvertisedDevice
     attributes: Mapping[str, Mapping[str, Any]]
     capacity: Mapping[str, str]
-    placement: MigPlacement | None = None  # set for a dynamic MIG placement
+    placement: Slot | None = None  # a dynamic MIG placement: created at prepare, destroyed at unprepare
     consumes: Mapping[str, str] = field(default_factory=dict)  # counter -> amount, in counter_set
 
     @property
@@ -139,7 +133,7 @@ def _mig_capacity(profile: MigProfile, memory_mib: int) -> dict[str, str]:
     return capacity
 
 
-def _device(node: Node, advertised: AdvertisedDevice) -> DraDevice:
+def _device(node: Node, resource: str, advertised: AdvertisedDevice) -> DraDevice:
     gpu, mig = advertised.gpu, advertised.mig
     isolation = advertised.isolation.strength
     sharing = advertised.sharing
@@ -161,7 +155,9 @@ def _device(node: Node, advertised: AdvertisedDevice) -> DraDevice:
         capacity = _mig_capacity(profile, mig.memory_mib)
         if advertised.dynamic:
             consumes = _placement_counters(profile, mig)
-            placement = MigPlacement(catalogue, profile, mig.placement_start)
+            from gpuslice.sharing.dynamic import placement_slot  # the geometry loads only for dynamic MIG
+
+            placement = placement_slot(resource, advertised)
             device = DraDevice(name, advertised, attributes, capacity, placement, consumes)
         else:
             attributes["uuid"] = {"string": mig.uuid}
@@ -212,7 +208,7 @@ def pool_devices(node: Node, plan: SharingPlan) -> tuple[DraDevice, ...]:
     by_name: dict[str, DraDevice] = {}
     for resource in plan.resources:
         for advertised in resource.devices:
-            device = _device(node, advertised)
+            device = _device(node, resource.name, advertised)
             if device.name in by_name and by_name[device.name].advertised.id != advertised.id:
                 raise DeviceModelError(f"two devices would both be published as {device.name}")
             by_name[device.name] = device

@@ -56,9 +56,7 @@ class KubeletPlugin:
         self.reads = reads
         self.api = api
         self.driver = driver
-        self.pool_name = pool_name
-        self.devices = devices
-        self.health = health
+        # the pool (its name, devices and their health) is the health service's; the plumbing reads it there
         self.health_service = ResourceHealthService(pool_name, devices, health)
         self.registration = RegistrationService(settings.driver, str(settings.dra_socket), self._registered)
         self.slices: SliceController | None = None
@@ -71,20 +69,21 @@ class KubeletPlugin:
 
     def published_devices(self) -> Sequence[DraDevice]:
         """The devices offered now: healthy ones only (an unhealthy device leaves the pool until it heals)."""
-        return [device for device in self.devices if self.health.is_healthy(device.advertised)]
+        health = self.health_service.store
+        return [device for device in self.health_service.devices if health.is_healthy(device.advertised)]
 
     def pool_spec(self) -> PoolSpec:
         version = self.settings.resource_api_version
         if version == "auto":
             version = self.api.resource_version()
         layout = "combined" if self.settings.counter_layout == "auto" else self.settings.counter_layout
-        return PoolSpec(self.settings.driver, self.pool_name, version, layout)
+        return PoolSpec(self.settings.driver, self.health_service.pool, version, layout)
 
     def start(self) -> None:
         self.health_service.stopping.clear()
         self._node_server = serve(self.settings.dra_socket, self._add_node_services, _NODE_WORKERS, "dra-node")
         self.slices = SliceController(self.api, self.pool_spec, self.published_devices, self.settings.resync_s)
-        self._remove_listener = self.health.add_listener(self.slices.poke)
+        self._remove_listener = self.health_service.store.add_listener(self.slices.poke)
         self._serve_registration()
         self.slices.start()  # after: its first sync makes the API client, which registering need not wait for
         self._stop.clear()
@@ -95,7 +94,7 @@ class KubeletPlugin:
             self.settings.driver,
             self.settings.dra_socket,
             self.settings.registration_socket,
-            len(self.devices),
+            len(self.health_service.devices),
         )
 
     def _add_node_services(self, server: Any) -> None:

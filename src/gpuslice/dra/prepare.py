@@ -65,6 +65,7 @@ class _Deadline:
             raise ClaimPrepareError(f"claim {self.ref}: ran out of time before {step}; nothing is left prepared")
 
 
+@dataclass(eq=False)
 class Preparer:
     """Prepares claims for one driver and pool; every change is checkpointed before the next step.
 
@@ -72,26 +73,19 @@ class Preparer:
     a call that cannot get the lock before its deadline gets a per-claim error and the kubelet retries.
     """
 
-    def __init__(
-        self,
-        driver: str,
-        pool: str,
-        devices: Callable[[], Mapping[str, DraDevice]],
-        healthy: Callable[[DraDevice], bool],
-        api: ResourceApi,
-        checkpoint: ClaimCheckpoint,
-        parts: PrepareParts,
-    ) -> None:
-        self.driver = driver
-        self.pool = pool
-        self.devices = devices
-        self.healthy = healthy
-        self.api = api
-        self.checkpoint = checkpoint
-        self.parts = parts
+    driver: str
+    pool: str
+    devices: Callable[[], Mapping[str, DraDevice]]
+    healthy: Callable[[DraDevice], bool]
+    api: ResourceApi
+    checkpoint: ClaimCheckpoint
+    parts: PrepareParts
+
+    def __post_init__(self) -> None:
+        parts = self.parts
         self._lock = threading.Lock()
-        self._own = OwnPaths(driver, parts.cdi_dir, parts.mps.root if parts.mps is not None else None)
-        self._records: dict[str, ClaimRecord] = confine(checkpoint.load(), self._own)
+        self._own = OwnPaths(self.driver, parts.cdi_dir, parts.mps.root if parts.mps is not None else None)
+        self._records: dict[str, ClaimRecord] = confine(self.checkpoint.load(), self._own)
         # The node core's MIG lifecycle and placement rules; DRA's records, not its checkpoint, say what is held.
         self.dynamic = DynamicMig.over(parts.placements, parts.mig) if parts.mig is not None else None
         self._adopt()

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Protocol
 
 from gpuslice.node.http_server import BoundedHttpServer, HttpLimits
+
+if TYPE_CHECKING:
+    from prometheus_client.core import Metric
 
 log = logging.getLogger("gpuslice.node.http")
 
@@ -18,6 +21,22 @@ class Exposition(Protocol):
     """What /metrics serves: the process's metrics in Prometheus' text format, rendered at each scrape."""
 
     def render(self) -> bytes: ...
+
+
+class MetricFamilies(Protocol):
+    """Something that can say its metrics now, as Prometheus families (plugin.metrics, dra.counters)."""
+
+    def families(self) -> Iterable[Metric]: ...
+
+
+class LiveCollector:
+    """The Prometheus collector of a MetricFamilies: read at every scrape, so never stale."""
+
+    def __init__(self, source: MetricFamilies) -> None:
+        self._source = source
+
+    def collect(self) -> Iterable[Metric]:
+        return self._source.families()
 
 
 class MetricsServer:

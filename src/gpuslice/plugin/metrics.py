@@ -85,8 +85,10 @@ class PluginMetrics:
         if self._registry is None:
             from prometheus_client import CollectorRegistry
 
+            from gpuslice.node.metrics_server import LiveCollector
+
             registry = CollectorRegistry(auto_describe=True)
-            registry.register(_Exporter(self))
+            registry.register(LiveCollector(self))
             self._registry = registry
         return self._registry
 
@@ -184,13 +186,3 @@ class PluginMetrics:
                 healthy.add_metric([resource], ok)
             found += [advertised, healthy]
         return found
-
-
-class _Exporter:
-    """The Prometheus collector of one PluginMetrics: read at every scrape, so never stale."""
-
-    def __init__(self, metrics: PluginMetrics) -> None:
-        self._metrics = metrics
-
-    def collect(self) -> Iterable[Metric]:
-        return self._metrics.families()

@@ -19,8 +19,10 @@ if TYPE_CHECKING:  # the one list of what the package exports; at run time each 
     from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry as DynamicMigGeometry
     from gpuslice.sharing.dynamic.geometry import GeometryConflict as GeometryConflict
     from gpuslice.sharing.dynamic.geometry import Holding as Holding
+    from gpuslice.sharing.dynamic.geometry import Slot as Slot
     from gpuslice.sharing.dynamic.geometry import SlotUnavailable as SlotUnavailable
     from gpuslice.sharing.dynamic.geometry import open_starts as open_starts
+    from gpuslice.sharing.dynamic.geometry import placement_slot as placement_slot
     from gpuslice.sharing.dynamic.plan import DYNAMIC as DYNAMIC
     from gpuslice.sharing.dynamic.plan import dynamic_gpus as dynamic_gpus
     from gpuslice.sharing.dynamic.plan import has_placements as has_placements

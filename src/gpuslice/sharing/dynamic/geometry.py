@@ -119,7 +119,7 @@ class DynamicMigGeometry:
         self._slots: dict[str, Slot] = {}
         self._by_resource: dict[str, tuple[Slot, ...]] = {}
         for resource in resources:
-            slots = [self._to_slot(resource, device) for device in resource.devices if device.dynamic]
+            slots = [placement_slot(resource.name, device) for device in resource.devices if device.dynamic]
             if slots:
                 self._by_resource[resource.name] = tuple(slots)
                 self._slots.update((slot.id, slot) for slot in slots)
@@ -129,14 +129,6 @@ class DynamicMigGeometry:
         self._lock = threading.Lock()
         self._listeners = Listeners()
         self._generation = 0
-
-    @staticmethod
-    def _to_slot(resource: Resource, device: AdvertisedDevice) -> Slot:
-        catalogue = catalogue_for(device.gpu.product_name, device.gpu.memory_mib)
-        planned = device.mig
-        if planned is None or catalogue is None:
-            raise ValueError(f"{resource.name}: {device.id} is not a MIG placement of a MIG-capable GPU")
-        return _slot(device.gpu, catalogue, catalogue.profile(planned.profile), planned.placement_start, resource.name)
 
     # Queries -----------------------------------------------------------------------------------
 
@@ -335,6 +327,15 @@ def _slot(gpu: Gpu, catalogue: MigCatalogue, profile: MigProfile, start: int, re
     return Slot(
         slot_id(gpu.uuid, profile, start), resource or mig_resource_name(profile.name), gpu, catalogue, profile, start
     )
+
+
+def placement_slot(resource: str, device: AdvertisedDevice) -> Slot:
+    """The slot a dynamic placement of `resource` stands for (ValueError for a device that is none)."""
+    catalogue = catalogue_for(device.gpu.product_name, device.gpu.memory_mib)
+    planned = device.mig
+    if planned is None or catalogue is None:
+        raise ValueError(f"{resource}: {device.id} is not a MIG placement of a MIG-capable GPU")
+    return _slot(device.gpu, catalogue, catalogue.profile(planned.profile), planned.placement_start, resource)
 
 
 def _holding(slot: Slot, now: float) -> Holding:
