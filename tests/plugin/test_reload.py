@@ -297,6 +297,8 @@ def test_a_reload_under_dynamic_keeps_the_held_instance_and_the_geometry(
 ) -> None:
     plugin = dynamic_plugin
     assert kubelet.wait_for(resource=ONE, allocatable=7, timeout=WAIT_S)
+    # each resource has its own stream: the 3g list may land after the 1g one (a loaded machine shows it)
+    assert kubelet.wait_for(lambda views: THREE in views and views[THREE].allocatable > 0, timeout=WAIT_S)
     held = kubelet.admit_one("big", THREE).device_ids[0]
     assert kubelet.wait_for(resource=ONE, allocatable=3, timeout=WAIT_S)
     assert plugin.backend.discover().gpus != plugin.reloader.served.node.gpus, "discovery now shows the instance"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from gpuslice.records import record
 from gpuslice.sharing import Isolation
 
 
-@dataclass(frozen=True)
+@record
 class DeviceNode:
     """A device node the container may use (the kubelet's DeviceSpec)."""
 
@@ -18,7 +19,7 @@ class DeviceNode:
     permissions: str = "rw"
 
 
-@dataclass(frozen=True)
+@record
 class Mount:
     """A host path mounted into the container."""
 
@@ -27,7 +28,7 @@ class Mount:
     read_only: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class ContainerEdits:
     """What one step of the Allocate pipeline adds to a container.
 
@@ -64,7 +65,7 @@ def combine(parts: Iterable[ContainerEdits]) -> ContainerEdits:
     return ContainerEdits(envs, tuple(mounts.values()), tuple(nodes.values()), annotations, tuple(cdi))
 
 
-@dataclass(frozen=True)
+@record
 class ContainerAllocation:
     """The answer for one container: which devices, what the container gets, and how isolated it is."""
 
@@ -105,7 +106,7 @@ class ContainerAllocation:
         }
 
 
-@dataclass(frozen=True)
+@record
 class AllocationAnswer:
     """One ContainerAllocation per container request, in request order."""
 

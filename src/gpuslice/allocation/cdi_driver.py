@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
+
+from gpuslice.records import record
 
 if TYPE_CHECKING:
     from gpuslice.discovery.driver_files import DriverFiles
@@ -25,7 +26,7 @@ MOUNT_OPTIONS = ("ro", "nosuid", "nodev", "rbind", "rprivate")
 LIBCUDA_DIR_ENV = "NVIDIA_CTK_LIBCUDA_DIR"
 
 
-@dataclass(frozen=True)
+@record
 class CdiDriverOptions:
     """Where the driver lives (on the host, and in this process's view) and what the spec may add."""
 

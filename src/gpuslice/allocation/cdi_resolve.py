@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuslice.allocation.cdi import CdiError
 from gpuslice.allocation.cdi_validate import spec_problems
+from gpuslice.records import record
 
 # Spec files are small; anything bigger in the directory is not one of ours and is refused.
 MAX_SPEC_BYTES = 4 * 1024 * 1024
 MAX_SPEC_FILES = 256
 
 
-@dataclass(frozen=True)
+@record
 class ResolvedEdits:
     """The container edits a set of CDI names adds, merged (each spec's common edits once, then each device's)."""
 

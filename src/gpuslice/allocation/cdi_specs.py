@@ -28,6 +28,7 @@ from gpuslice.allocation.cdi_driver import DISABLE_IPC, MOUNT_OPTIONS, CdiDriver
 from gpuslice.allocation.cdi_validate import edits_host_problems
 from gpuslice.config import Config
 from gpuslice.gpu import Node
+from gpuslice.records import record
 
 if TYPE_CHECKING:
     from gpuslice.discovery.driver_files import DriverFiles
@@ -43,7 +44,7 @@ def feature_spec_file(feature: str) -> str:
     return f"{CDI_VENDOR}-{feature}.json"
 
 
-@dataclass(frozen=True)
+@record
 class CdiSettings:
     """What the CDI specs depend on, resolved from the config (flags > env > file) and the IMEX check."""
 
@@ -86,7 +87,7 @@ class CdiSettings:
         return self.dev_root
 
 
-@dataclass(frozen=True)
+@record
 class SpecSet:
     """The specs to write (file name -> spec) and what discovery warned about."""
 

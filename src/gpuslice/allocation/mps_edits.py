@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from gpuslice.allocation.answer import ContainerEdits, Mount
 from gpuslice.gpu import ComputeCapability, Gpu
+from gpuslice.records import record
 from gpuslice.sharing import AdvertisedDevice, Resource
 
 PIPE_DIRECTORY_ENV = "CUDA_MPS_PIPE_DIRECTORY"
@@ -76,7 +76,7 @@ def default_thread_percentage(resource: Resource) -> int:
     return 100 // max(per_gpu, 1)
 
 
-@dataclass(frozen=True)
+@record
 class DaemonSettings:
     """What one MPS control daemon is told: its GPUs, their pinned-memory limits and the thread share."""
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from gpuslice.allocation.answer import ContainerEdits
 from gpuslice.allocation.cdi import CONTROL_NODES
 from gpuslice.config import Config
+from gpuslice.records import record
 from gpuslice.sharing import AdvertisedDevice, Resource
 
 CDI_STRATEGIES = frozenset({"cdi-annotations", "cdi-cri"})
@@ -19,7 +20,7 @@ def _new_uuid() -> str:
     return str(uuid.uuid4())
 
 
-@dataclass(frozen=True)
+@record
 class AllocationContext:
     """What every pipeline step sees: the resource, the validated devices and the options."""
 
@@ -32,7 +33,7 @@ class AllocationContext:
 EditStep = Callable[[AllocationContext], ContainerEdits]
 
 
-@dataclass(frozen=True)
+@record
 class AllocateOptions:
     """How Allocate answers are built. Each field is one setting with its one default, stated here.
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from gpuslice.config.load import ConfigError, parse_config_mapping
 from gpuslice.config.model import Config, to_document
+from gpuslice.records import record
 
 
-@dataclass(frozen=True)
+@record
 class FlagSpec:
     """One config key that a flag or environment variable may override."""
 

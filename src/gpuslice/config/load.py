@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +11,14 @@ from gpuslice.config.limits import MAX_CONFIG_BYTES
 from gpuslice.config.model import Config
 from gpuslice.config.rules import describe_value
 from gpuslice.fsutil.textread import InputFileError, read_bounded_text
+from gpuslice.records import record
 
 
 class ConfigError(ValueError):
     """A config that must be refused before anything registers; names the key and the reason."""
 
 
-@dataclass(frozen=True)
+@record
 class LoadedConfig:
     """A validated config plus the warnings met while reading it (unknown keys, ignored values)."""
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import field, fields, is_dataclass
 from typing import Any, Literal
+
+from gpuslice.records import record
 
 RESOURCE_PREFIX = "nvidia.com/"
 
@@ -27,7 +29,7 @@ def _explicit_field() -> Any:
     return field(default=frozenset(), compare=False, repr=False)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class PluginFlags:
     """`flags.plugin`: how Allocate answers name devices, and NVIDIA's CDI and device-list options."""
 
@@ -44,7 +46,7 @@ class PluginFlags:
     explicit: frozenset[str] = _explicit_field()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class GfdFlags:
     """`flags.gfd`: gpu-feature-discovery's settings (the `labels` command)."""
 
@@ -56,7 +58,7 @@ class GfdFlags:
     explicit: frozenset[str] = _explicit_field()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class Flags:
     """`flags`: MIG strategy, driver roots and the options every NVIDIA component reads."""
 
@@ -82,7 +84,7 @@ class Flags:
         return self.nvidia_dev_root or self.nvidia_driver_root
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class ReplicatedResource:
     """One entry of `sharing.*.resources`: a resource shared `replicas` ways."""
 
@@ -95,7 +97,7 @@ class ReplicatedResource:
     explicit: frozenset[str] = _explicit_field()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class ReplicatedResources:
     """`sharing.timeSlicing` or `sharing.mps`: the replicated resources and their naming."""
 
@@ -105,7 +107,7 @@ class ReplicatedResources:
     explicit: frozenset[str] = _explicit_field()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class Sharing:
     """`sharing`: time-slicing or MPS (MPS wins when both are there)."""
 
@@ -128,7 +130,7 @@ class Sharing:
         return self.mps if self.mps is not None else self.time_slicing
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class NamedPattern:
     """One `resources.gpus` / `resources.mig` entry (accepted and ignored, as NVIDIA does)."""
 
@@ -137,7 +139,7 @@ class NamedPattern:
     explicit: frozenset[str] = _explicit_field()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class Resources:
     """`resources`: NVIDIA's reserved name patterns."""
 
@@ -146,7 +148,7 @@ class Resources:
     explicit: frozenset[str] = _explicit_field()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class Imex:
     """`imex`: the IMEX channels Allocate hands out."""
 
@@ -155,7 +157,7 @@ class Imex:
     explicit: frozenset[str] = _explicit_field()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class Extensions:
     """gpuslice's own keys under `gpuslice:` (NVIDIA's plugin ignores unknown top-level keys).
 
@@ -174,7 +176,7 @@ class Extensions:
     explicit: frozenset[str] = _explicit_field()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class Config:
     """The whole v1 config file. Attribute names are snake_case; YAML keys are NVIDIA's camelCase."""
 

@@ -7,11 +7,11 @@ import os
 import re
 import stat
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from gpuslice.config.limits import MAX_CONFIG_BYTES
+from gpuslice.records import record
 
 log = logging.getLogger("gpuslice.config")
 
@@ -39,7 +39,7 @@ class NodeConfigError(ValueError):
     """No config can be chosen, or a per-node setting is malformed; the message names the setting."""
 
 
-@dataclass(frozen=True)
+@record
 class NodeConfigSettings:
     """Where the named configs are and how one is chosen (NVIDIA's config-manager settings)."""
 
@@ -57,7 +57,7 @@ class NodeConfigSettings:
             raise NodeConfigError(f"DEFAULT_CONFIG: {self.default!r} is not a config name (a ConfigMap key)")
 
 
-@dataclass(frozen=True)
+@record
 class NodeConfigChoice:
     """The config a node uses: `name` None is the empty config (built-in defaults)."""
 

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
 from gpuslice.config.load import ConfigError
 from gpuslice.config.model import Config, DeviceRef, ReplicatedResources
+from gpuslice.records import record
 
 SHARED_SUFFIX = ".shared"
 
 Strategy = Literal["none", "time-slicing", "mps"]
 
 
-@dataclass(frozen=True)
+@record
 class SharingRule:
     """One replicated resource as it will be advertised."""
 
@@ -28,7 +29,7 @@ class SharingRule:
         return self.model is None or fnmatch.fnmatchcase(product_name, self.model)
 
 
-@dataclass(frozen=True)
+@record
 class EffectiveSharing:
     """The sharing strategy in force and its rules, after NVIDIA's naming rules and our extensions."""
 

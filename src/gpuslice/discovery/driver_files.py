@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import PurePosixPath
+
+from gpuslice.records import record
 
 # Where distributions install the driver's libraries, relative to the driver root (Debian multiarch first).
 LIBRARY_DIRS = (
@@ -60,7 +62,7 @@ _MAX_SYMLINK_HOPS = 40
 _VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
 
 
-@dataclass(frozen=True)
+@record
 class DriverFiles:
     """What was found under one driver root. Paths are absolute inside the root ("/usr/bin/nvidia-smi")."""
 
@@ -338,7 +340,7 @@ FEATURE_DEVICE_GLOBS = {
 FEATURE_FILES = {"gds": ("/etc/cufile.json", "/run/udev")}
 
 
-@dataclass(frozen=True)
+@record
 class FeatureFiles:
     """One feature's device nodes (under the dev root) and files (under the driver root) that exist."""
 

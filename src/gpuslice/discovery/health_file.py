@@ -6,11 +6,11 @@ import logging
 import os
 import threading
 from collections.abc import Generator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from gpuslice.discovery.xid import XidEvent
+from gpuslice.records import record
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ class HealthLineError(ValueError):
     """A line of the events file that is not `<uuid> <xid>` or `<uuid> ok`; the message says why."""
 
 
-@dataclass(frozen=True)
+@record
 class ProbePassed:
     """A recovery line: the device passed a health probe (it heals only if recovery is enabled)."""
 

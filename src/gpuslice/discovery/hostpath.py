@@ -7,7 +7,7 @@ import re
 import socket
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from gpuslice.discovery.backend import Backend
@@ -15,6 +15,7 @@ from gpuslice.discovery.capabilities import TimeSliceControl
 from gpuslice.discovery.timeslice import NvidiaSmiTimeSlice
 from gpuslice.discovery.xid import XidEvent
 from gpuslice.gpu import ComputeCapability, Gpu, Node
+from gpuslice.records import record
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +121,7 @@ def read_pci_class(root: Path, bus_id: str) -> int | None:
         return None
 
 
-@dataclass(frozen=True)
+@record
 class PciGpu:
     """An NVIDIA display/3D PCI function found in sysfs."""
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
+
+from gpuslice.records import record
 
 # Under the driver root; the capability device of minor m is /dev/nvidia-caps/nvidia-cap<m> (MigInstance).
 MIG_MINORS_FILE = "proc/driver/nvidia-caps/mig-minors"
@@ -14,7 +16,7 @@ _CAPS_PER_GI = 9
 _CAPS_PER_GPU = 15 * _CAPS_PER_GI
 
 
-@dataclass(frozen=True)
+@record
 class MigMinors:
     """Capability device minors from /proc/driver/nvidia-caps/mig-minors (keys use the GPU's device minor)."""
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from gpuslice.gpu import (
     assign_placements,
     catalogue_for,
 )
+from gpuslice.records import record
 from gpuslice.topology import TopologySpecError, topology_from_spec
 
 # Namespace for deterministic fake UUIDs: the same spec always yields the same IDs.
@@ -38,7 +39,7 @@ class NodeSpecError(ValueError):
     """A node spec that cannot describe a node; the message names the key and the reason."""
 
 
-@dataclass(frozen=True)
+@record
 class NodeSpec:
     """A parsed node spec: the node plus the optional sections other packages read."""
 

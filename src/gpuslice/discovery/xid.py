@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from gpuslice.records import record
 
 # Application-caused Xids that NVIDIA's device plugin ignores by default: they report a fault of the
 # workload (illegal address, page fault, ...), not of the GPU.
@@ -12,7 +12,7 @@ DEFAULT_IGNORED_XIDS: frozenset[int] = frozenset({13, 31, 43, 45, 68, 109})
 NO_INSTANCE = 0xFFFFFFFF
 
 
-@dataclass(frozen=True)
+@record
 class XidEvent:
     """One health event from the NVML event loop.
 

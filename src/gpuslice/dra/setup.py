@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
 from gpuslice.config import Config, ConfigError
 from gpuslice.dra.devices import DeviceModelError, DraDevice, pool_devices
 from gpuslice.node.served import ServedConfigError, ServedNode, backend_from_flags, build_served
+from gpuslice.records import record
 
 
 class DraSetupError(ValueError):
     """Bad input found before anything is served (exit code 2); the message names the key or file."""
 
 
-@dataclass(frozen=True)
+@record
 class DraSetup(ServedNode):
     """The served node and the devices the DRA plugin publishes from it, decided before the first socket exists."""
 

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+
+from gpuslice.records import record
 
 
 class InvalidMigLayout(ValueError):
     """A set of MIG profiles that cannot coexist on one GPU."""
 
 
-@dataclass(frozen=True)
+@record
 class MigProfile:
     """A GPU-instance profile: its slices, allowed placements and engines."""
 
@@ -42,7 +43,7 @@ class MigProfile:
         return tuple((start, self.memory_slices) for start in self.starts)
 
 
-@dataclass(frozen=True)
+@record
 class MigCatalogue:
     """All MIG profiles of one GPU model."""
 

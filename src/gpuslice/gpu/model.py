@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gpuslice.records import record
+
 # Compute-capability major -> NVIDIA architecture family, as gpu-feature-discovery names them.
 _FAMILY_BY_MAJOR = {
     1: "tesla",
@@ -50,7 +52,7 @@ class ComputeCapability:
         return f"{self.major}.{self.minor}"
 
 
-@dataclass(frozen=True)
+@record
 class MigInstance:
     """One MIG device: a GPU instance (with one full-size compute instance) on a parent GPU."""
 
@@ -83,7 +85,7 @@ PCI_CLASS_3D_CONTROLLER = 0x030200
 PCI_CLASS_VGA_CONTROLLER = 0x030000
 
 
-@dataclass(frozen=True)
+@record
 class FabricInfo:
     """A GPU's place in a multi-node NVLink fabric, once the fabric manager has registered it."""
 
@@ -96,7 +98,7 @@ class FabricInfo:
         return f"{self.cluster_uuid}.{self.clique_id}"
 
 
-@dataclass(frozen=True)
+@record
 class Gpu:
     """One physical GPU as discovered on a node."""
 
@@ -122,7 +124,7 @@ class Gpu:
         return f"/dev/nvidia{self.device_minor}"
 
 
-@dataclass(frozen=True)
+@record
 class Node:
     """A node: its GPUs and driver facts. Topology and health sources are attached by discovery."""
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Literal
+
+from gpuslice.records import record
 
 # NVIDIA's replica annotation: "<physical id>::<n>". An ID is annotated iff it contains the separator.
 REPLICA_SEPARATOR = "::"
@@ -23,7 +24,7 @@ class InvalidDeviceReference(ValueError):
     """Text that is not a device reference; the message quotes it and says which forms are accepted."""
 
 
-@dataclass(frozen=True)
+@record
 class DeviceReference:
     """A parsed reference to a GPU or MIG device, optionally to one replica of it.
 

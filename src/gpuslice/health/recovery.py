@@ -11,11 +11,12 @@ from gpuslice.discovery.xid import XidEvent
 from gpuslice.gpu import Node
 from gpuslice.health.targets import event_targets, probe_targets
 from gpuslice.health.xids import XidPolicy
+from gpuslice.records import record
 
 __all__ = ["NVML_PROBE_INTERVAL_S", "NVML_QUIET_S", "RecoveryPolicy"]
 
 
-@dataclass(frozen=True)
+@record
 class RecoveryPolicy:
     """Whether and when a device marked unhealthy may return to Healthy (off by default, as in NVIDIA).
 
@@ -42,7 +43,7 @@ class EventOutcome(enum.Enum):
     UNKNOWN_DEVICE = "unknown_device"
 
 
-@dataclass(frozen=True)
+@record
 class Mark:
     """Set the health of one physical device (GPU or MIG UUID)."""
 
@@ -51,7 +52,7 @@ class Mark:
     reason: str
 
 
-@dataclass(frozen=True)
+@record
 class EventResult:
     """What one health event did: its outcome and the health marks it sets."""
 
@@ -59,7 +60,7 @@ class EventResult:
     marks: tuple[Mark, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class ProbeResult:
     """What one recovery probe pass decided: the marks to set, and a note for the log."""
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from gpuslice.discovery.xid import DEFAULT_IGNORED_XIDS
+from gpuslice.records import record
 
 DISABLE_ENV = "DP_DISABLE_HEALTHCHECKS"
 ENABLE_ENV = "DP_ENABLE_HEALTHCHECKS"
@@ -15,7 +15,7 @@ ALL_XIDS_MARKER = 0
 _ALL_WORDS = ("all", "xids")
 
 
-@dataclass(frozen=True)
+@record
 class XidPolicy:
     """The effective Xid rules of one plugin process.
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from gpuslice.mps.control import PIPE_ENV, MpsControl, MpsDaemonError
+from gpuslice.records import record
 
 log = logging.getLogger("gpuslice.mps")
 
@@ -23,7 +23,7 @@ class MpsStartError(RuntimeError):
     """A daemon could not be started or configured; the message names what it serves and the cause."""
 
 
-@dataclass(frozen=True)
+@record
 class DaemonPlace:
     """Where one daemon lives and what it serves: the device plugin's resource or a DRA claim (`name`)."""
 

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from gpuslice.allocation.mps_edits import DaemonSettings, MpsConfigError, daemon_settings, log_directory, pipe_directory
 from gpuslice.mps.control import MpsControl
 from gpuslice.mps.daemon import READY_TIMEOUT_S, DaemonPlace, probe_daemon, quit_daemon, start_daemon
 from gpuslice.mps.daemon import MpsStartError as MpsStartError  # the manager's callers know it here
+from gpuslice.records import record
 from gpuslice.sharing import Resource
 
 STARTED_MARKER = ".started"
 READY_MARKER = ".ready"
 
 
-@dataclass(frozen=True)
+@record
 class RunningDaemon:
     """A daemon this manager started, and what it was told."""
 

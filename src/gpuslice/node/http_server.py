@@ -9,7 +9,8 @@ import socket
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+
+from gpuslice.records import record
 
 log = logging.getLogger("gpuslice.node.http")
 
@@ -29,7 +30,7 @@ _REASONS = {
 _TEXT = "text/plain; charset=utf-8"
 
 
-@dataclass(frozen=True)
+@record
 class HttpLimits:
     """What one client may cost. Idle or half-sent connections cost a socket and a buffer, never a thread.
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuslice.config import Config, ConfigError, apply_overrides, load_config, validate_startup
 from gpuslice.discovery import Backend, BackendInitError, make_backend
 from gpuslice.gpu import Node
+from gpuslice.records import record
 from gpuslice.sharing import SharingError, SharingPlan, build_resources
 
 ConfigSource = str | Path | None  # a config file; None: the defaults
@@ -20,7 +20,7 @@ class ServedConfigError(ValueError):
     """A config source that cannot serve; the message names the key or file (exit code 2 at start)."""
 
 
-@dataclass(frozen=True)
+@record
 class ServedNode:
     """A validated config, the node as discovered, and the sharing plan built from both."""
 

@@ -6,7 +6,7 @@ import logging
 import os
 import signal
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -38,6 +38,7 @@ from gpuslice.plugin.run import SetupError, prepare
 from gpuslice.plugin.server import DEFAULT_WORKERS
 from gpuslice.plugin.service import PluginObserver
 from gpuslice.plugin.upkeep import NodeUpkeep, ServedConfig, compat_options, served_config
+from gpuslice.records import record
 from gpuslice.sharing import HealthStore, SharingPlan
 from gpuslice.sharing.dynamic import CHECKPOINT_FILE_NAME, has_placements
 from gpuslice.signal_loop import run_until_signalled
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gpuslice.plugin")
 
 
-@dataclass(frozen=True)
+@record
 class AppOptions:
     """What one plugin process is told (the CLI's flags and env vars, parsed); each default once, here."""
 

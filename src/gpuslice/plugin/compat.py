@@ -7,7 +7,6 @@ import os
 import shlex
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from gpuslice.allocation import AllocateOptions, ImexChannelMissing, nvidia_answer, select_imex_channels
@@ -16,6 +15,7 @@ from gpuslice.allocation.cdi_specs import CdiSettings, CdiSpecUpkeep, SpecSet, b
 from gpuslice.config import Config
 from gpuslice.gpu import Node
 from gpuslice.mps import DEFAULT_CONTROL_COMMAND, CommandControl, MpsControl, MpsManager
+from gpuslice.records import record
 from gpuslice.sharing import SharingPlan
 
 log = logging.getLogger("gpuslice.plugin")
@@ -39,7 +39,7 @@ def assume_present(path: str) -> bool:
     return True
 
 
-@dataclass(frozen=True)
+@record
 class CompatOptions:
     """Where the extras live on this node; the CLI fills it from flags and env."""
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from gpuslice.discovery import Backend, MigControl
 from gpuslice.gpu import Node
+from gpuslice.records import record
 from gpuslice.wire import DEFAULT_POD_RESOURCES_SOCKET
 
 POD_RESOURCES_SOCKET_ENV = "POD_RESOURCES_SOCKET"
@@ -28,7 +28,7 @@ def pod_resources_socket(flag: str | None = None, environ: Mapping[str, str] | N
     return Path(flag or environ.get(POD_RESOURCES_SOCKET_ENV) or DEFAULT_POD_RESOURCES_SOCKET)
 
 
-@dataclass(frozen=True)
+@record
 class DynamicMigSettings:
     """Where the pieces live and how often to look; defaults are the production ones."""
 

@@ -5,14 +5,17 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gpuslice.health.loop import HealthLoop
-from gpuslice.node.metrics_server import MetricsServer
 from gpuslice.plugin.kubelet_watch import KUBELET_POLL_S, KubeletWatcher
 from gpuslice.plugin.manager import PluginManager
 from gpuslice.plugin.metrics import PluginMetrics
 from gpuslice.plugin.server import PluginStartError
 from gpuslice.plugin.serving_probe import probe_serving
+
+if TYPE_CHECKING:
+    from gpuslice.node.metrics_server import MetricsServer
 
 log = logging.getLogger("gpuslice.plugin")
 
@@ -63,6 +66,9 @@ class PluginRuntime:
         self.metrics.watch_streams(lambda: {s.resource_name: s.service.open_streams for s in self.manager.servers})
         self.metrics_server: MetricsServer | None = None
         if metrics_port is not None:
+            # the HTTP server's modules load only with --metrics-port (a start without one needs none of them)
+            from gpuslice.node.metrics_server import MetricsServer
+
             try:
                 self.metrics_server = MetricsServer(self.metrics, metrics_port, metrics_address, self.alive, self.ready)
             except OSError as exc:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
 
 from gpuslice.allocation import AllocateOptions, MpsConfigError, daemon_settings
 from gpuslice.allocation.cdi import CdiError
@@ -14,12 +13,13 @@ from gpuslice.discovery import Backend
 from gpuslice.gpu import Node
 from gpuslice.mps import MpsControl, MpsManager, MpsStartError
 from gpuslice.plugin.compat import CompatError, CompatOptions, allocate_options, mps_manager, write_cdi_specs
+from gpuslice.records import record
 from gpuslice.sharing import SharingPlan
 
 log = logging.getLogger("gpuslice.plugin")
 
 
-@dataclass(frozen=True)
+@record
 class ServedConfig:
     """What the plugin serves right now: the config and everything derived from it."""
 

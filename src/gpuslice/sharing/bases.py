@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from gpuslice.config import RESOURCE_PREFIX
 from gpuslice.gpu import Gpu, MigInstance, Node
+from gpuslice.records import record
 from gpuslice.sharing.model import DeviceKind, SharingError
 
 GPU_RESOURCE = f"{RESOURCE_PREFIX}gpu"
@@ -18,7 +18,7 @@ def mig_resource_name(profile: str) -> str:
     return f"{RESOURCE_PREFIX}mig-{profile.replace('+', '.')}"
 
 
-@dataclass(frozen=True)
+@record
 class BaseResource:
     """A resource before sharing: its name and its physical devices, in GPU then MIG index order."""
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gpuslice.gpu import Node
+from gpuslice.records import record
 from gpuslice.sharing.ids import physical_id
 from gpuslice.sharing.listeners import Listener, Listeners
 from gpuslice.sharing.model import AdvertisedDevice, Resource
@@ -19,7 +19,7 @@ class UnknownHealthTarget(KeyError):
         return str(self.args[0]) if self.args else "unknown device"
 
 
-@dataclass(frozen=True)
+@record
 class HealthChange:
     """One recorded change, for logs and metrics."""
 

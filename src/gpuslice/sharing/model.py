@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import Literal
 
 from gpuslice.gpu import Gpu, MigInstance
+from gpuslice.records import record
 
 SharingStrategy = Literal["none", "time-slicing", "mps"]
 AllocationPolicy = Literal["distributed", "packed"]
@@ -84,7 +85,7 @@ def weakest(isolations: Iterable[Isolation]) -> Isolation:
     return min(isolations, key=_ORDER.__getitem__, default=Isolation.EXCLUSIVE)
 
 
-@dataclass(frozen=True)
+@record
 class AdvertisedDevice:
     """One device ID the kubelet sees, and the hardware behind it."""
 
@@ -124,7 +125,7 @@ class AdvertisedDevice:
         return self.mig.device_index if self.mig is not None else str(self.gpu.index)
 
 
-@dataclass(frozen=True)
+@record
 class Resource:
     """One extended resource (one plugin server): its name, its devices and how they are shared."""
 
@@ -179,7 +180,7 @@ class Resource:
         return tuple({device.gpu.uuid: device.gpu for device in self.devices}.values())
 
 
-@dataclass(frozen=True)
+@record
 class SharingPlan:
     """Everything a node advertises under one config, plus warnings for keys that were ignored."""
 

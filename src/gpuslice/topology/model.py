@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from itertools import combinations
 
 from gpuslice.gpu import Gpu
+from gpuslice.records import record
 
 # go-gpuallocator adds this many points per direct NVLink between two GPUs.
 NVLINK_POINTS = 100
@@ -53,7 +53,7 @@ _LEVEL_ABBREVIATIONS = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class PairLink:
     """How two GPUs reach each other: one PCIe-level record plus, optionally, NVLink (direct or via NVSwitch)."""
 
@@ -92,7 +92,7 @@ class UnknownGpuError(ValueError):
 GpuRef = int | str
 
 
-@dataclass(frozen=True)
+@record
 class Topology:
     """Pair links of one node's GPUs, keyed by GPU index; every pair of distinct GPUs has exactly one link."""
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
 from typing import TYPE_CHECKING
+
+from gpuslice.records import record
 
 if TYPE_CHECKING:
     import numpy as np
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 MAX_PARTITION_ITEMS = 16
 
 
-@dataclass(frozen=True)
+@record
 class Partition:
     """A partition of positions 0..n-1 (plus padding positions n.. when n is not a multiple of the set size).
 
@@ -31,7 +32,7 @@ class Partition:
     padding: frozenset[int]
 
 
-@dataclass(frozen=True)
+@record
 class _Plan:
     """The weight-independent search graph for n items in sets of k (cached per n, k).
 

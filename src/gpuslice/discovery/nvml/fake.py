@@ -13,6 +13,7 @@ from typing import Any
 from gpuslice.discovery.nvml.library import MIB
 from gpuslice.discovery.xid import NO_INSTANCE
 from gpuslice.gpu import catalogue_for, free_placements
+from gpuslice.records import record
 
 _NAMESPACE = uuidlib.UUID("0c7b7f0e-2f59-4f0a-9c1e-6e766d6c6661")
 
@@ -77,7 +78,7 @@ class FakeGpu:
         return sorted((gi, ci) for gi, g in self.gis.items() for ci in g.cis)
 
 
-@dataclass(frozen=True)
+@record
 class FakeEvent:
     """One event the fake's event set delivers; an int in the stream is an NVML error code instead."""
 
@@ -88,25 +89,25 @@ class FakeEvent:
     ci: int = NO_INSTANCE
 
 
-@dataclass(frozen=True)
+@record
 class _Dev:
     gpu: int
 
 
-@dataclass(frozen=True)
+@record
 class _MigDev:
     gpu: int
     gi: int
     ci: int
 
 
-@dataclass(frozen=True)
+@record
 class _GiRef:
     gpu: int
     gi: int
 
 
-@dataclass(frozen=True)
+@record
 class _CiRef:
     gpu: int
     gi: int

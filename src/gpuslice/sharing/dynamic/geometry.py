@@ -6,10 +6,11 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gpuslice.gpu import ComputeCapability, Gpu, MigCatalogue, MigInstance, MigProfile, catalogue_for
 from gpuslice.gpu.refs import UUID_PATTERN
+from gpuslice.records import record
 from gpuslice.sharing.bases import mig_resource_name
 from gpuslice.sharing.dynamic.plan import slot_id as slot_id  # the plan names what it advertises
 from gpuslice.sharing.listeners import Listener, Listeners
@@ -35,7 +36,7 @@ class GeometryConflict(ValueError):
     """Restored holdings that cannot all exist at once (overlap, unknown slot): the record is not trusted."""
 
 
-@dataclass(frozen=True)
+@record
 class Slot:
     """One placement: a profile at a start slice on one GPU, advertised as one device of the profile's resource."""
 
@@ -59,7 +60,7 @@ class Slot:
         return f"{self.start}-{self.start + self.size - 1}" if self.size > 1 else str(self.start)
 
 
-@dataclass(frozen=True)
+@record
 class Holding:
     """A placement held for a container: reserved at `since` (wall clock), with its MIG device once created.
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from gpuslice.discovery import MigControl, MigControlError
 from gpuslice.gpu import MigInstance, catalogue_for
+from gpuslice.records import record
 from gpuslice.sharing.dynamic.checkpoint import MigCheckpoint, MigCheckpointError
 from gpuslice.sharing.dynamic.geometry import DynamicMigGeometry, GeometryConflict, Holding
 from gpuslice.sharing.dynamic.plan import slot_id
@@ -30,7 +30,7 @@ class ClaimError(RuntimeError):
     """The MIG device could not be created or the claim not persisted; nothing stays held."""
 
 
-@dataclass(frozen=True)
+@record
 class ResumeReport:
     """How a start-up found its geometry: `source` is checkpoint | pod-resources | live-instances | empty."""
 

@@ -1,0 +1,200 @@
+"""A record behaves as @dataclass(frozen=True) does: the same class body built both ways, side by side."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+from collections.abc import Callable
+from dataclasses import field
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuslice.records import record
+
+
+def _body() -> dict[str, Any]:
+    """One class body with every kind of field a record supports: plain, default, factory, and flags."""
+    return {
+        "__annotations__": {
+            "name": "str",
+            "count": "int",
+            "tags": "tuple[str, ...]",
+            "extra": "dict[str, str]",
+            "hidden": "str",
+            "uncompared": "int",
+        },
+        "__doc__": "A sample.",
+        "count": 0,
+        "tags": (),
+        "extra": field(default_factory=dict, compare=False, hash=False),
+        "hidden": field(default="h", repr=False),
+        "uncompared": field(default=0, compare=False),
+    }
+
+
+def _pair(body: Callable[[], dict[str, Any]] = _body, **flags: Any) -> tuple[Any, Any]:
+    """The same body as a record and as a frozen dataclass (each gets a fresh copy: dataclass() edits it)."""
+    as_record: Any = record(**flags)(type("Sample", (), body()))
+    as_dataclass: Any = dataclasses.dataclass(frozen=True, **flags)(type("Sample", (), body()))
+    return as_record, as_dataclass
+
+
+RECORD, DATACLASS = _pair()
+VALUES = [
+    {"name": "a"},
+    {"name": "a", "count": 2, "tags": ("x", "y")},
+    {"name": "a", "extra": {"k": "v"}},
+    {"name": "a", "hidden": "other"},
+    {"name": "a", "uncompared": 5},
+    {"name": "b", "count": -1, "tags": ("x",), "extra": {}, "hidden": "", "uncompared": 1},
+]
+
+
+@pytest.mark.parametrize("left", VALUES)
+@pytest.mark.parametrize("right", VALUES)
+def test_equality_and_hash_are_a_frozen_dataclass_s(left: dict[str, Any], right: dict[str, Any]) -> None:
+    assert (RECORD(**left) == RECORD(**right)) == (DATACLASS(**left) == DATACLASS(**right))
+    assert (RECORD(**left) != RECORD(**right)) == (DATACLASS(**left) != DATACLASS(**right))
+    assert (hash(RECORD(**left)) == hash(RECORD(**right))) == (hash(DATACLASS(**left)) == hash(DATACLASS(**right)))
+    assert hash(RECORD(**left)) == hash(DATACLASS(**left))  # both hash the same tuple of fields
+
+
+@given(name=st.text(max_size=8), count=st.integers(), tags=st.lists(st.text(max_size=3), max_size=3))
+def test_any_values_compare_hash_and_print_alike(name: str, count: int, tags: list[str]) -> None:
+    ours, theirs = RECORD(name, count, tuple(tags)), DATACLASS(name, count, tuple(tags))
+    assert repr(ours) == repr(theirs)
+    assert hash(ours) == hash(theirs)
+    assert ours == RECORD(name, count, tuple(tags))
+
+
+@pytest.mark.parametrize("values", VALUES)
+def test_repr_fields_and_helpers_are_a_frozen_dataclass_s(values: dict[str, Any]) -> None:
+    ours, theirs = RECORD(**values), DATACLASS(**values)
+    assert repr(ours) == repr(theirs)
+    assert dataclasses.asdict(ours) == dataclasses.asdict(theirs)
+    assert dataclasses.astuple(ours) == dataclasses.astuple(theirs)
+    assert [f.name for f in dataclasses.fields(ours)] == [f.name for f in dataclasses.fields(theirs)]
+    assert RECORD.__match_args__ == DATACLASS.__match_args__
+    assert dataclasses.replace(ours, count=9) == RECORD(**{**values, "count": 9})
+    assert copy.deepcopy(ours) == ours and copy.copy(ours) == ours
+
+
+@record
+class Point:
+    """A record pickle can find by name."""
+
+    x: int
+    labels: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+def test_a_record_pickles_and_unpickles_frozen() -> None:
+    point = pickle.loads(pickle.dumps(Point(1, {"a": "b"})))
+    assert point == Point(1) and point.labels == {"a": "b"}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        point.x = 2  # type: ignore[misc]
+
+
+def test_comparing_with_another_type_is_not_equal() -> None:
+    assert RECORD("a") != DATACLASS("a")
+    assert RECORD("a") != ("a", 0, (), {}, "h", 0)
+    assert RECORD("a").__eq__(object()) is NotImplemented
+
+
+@pytest.mark.parametrize("cls", [RECORD, DATACLASS], ids=["record", "dataclass"])
+@pytest.mark.parametrize("name", ["name", "count", "extra", "not_a_field"])
+def test_assigning_or_deleting_any_attribute_raises(cls: type, name: str) -> None:
+    instance = cls("a")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(instance, name, 1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        delattr(instance, name)
+    assert instance == cls("a")
+
+
+def test_post_init_may_set_a_field_as_on_a_frozen_dataclass() -> None:
+    def body() -> dict[str, Any]:
+        def __post_init__(self: Any) -> None:  # noqa: N807 (the dataclass hook's name)
+            object.__setattr__(self, "doubled", self.value * 2)
+
+        return {
+            "__annotations__": {"value": "int", "doubled": "int"},
+            "__doc__": "d",
+            "doubled": 0,
+            "__post_init__": __post_init__,
+        }
+
+    ours, theirs = _pair(body)
+    assert ours(3).doubled == theirs(3).doubled == 6
+
+
+def test_kw_only_is_a_frozen_dataclass_s() -> None:
+    ours, theirs = _pair(kw_only=True)
+    assert ours(name="a", count=1) == ours(name="a", count=1)
+    assert repr(ours(name="a")) == repr(theirs(name="a"))
+    for cls in (ours, theirs):
+        with pytest.raises(TypeError):
+            cls("a")
+
+
+def test_what_a_class_states_itself_is_kept() -> None:
+    def body() -> dict[str, Any]:
+        return {
+            "__annotations__": {"value": "int"},
+            "__doc__": "e",
+            "__eq__": lambda self, other: True,
+            "__hash__": lambda self: 7,
+            "__repr__": lambda self: "mine",
+        }
+
+    for cls in _pair(body):
+        assert cls(1) == cls(2) and hash(cls(1)) == 7 and repr(cls(1)) == "mine"
+
+
+def test_a_body_with_its_own_eq_still_gets_a_field_hash() -> None:
+    def body() -> dict[str, Any]:
+        return {"__annotations__": {"value": "int"}, "__doc__": "q", "__eq__": lambda self, other: True}
+
+    ours, theirs = _pair(body)
+    assert hash(ours(4)) == hash(theirs(4)) == hash((4,))
+
+
+def test_a_recursive_repr_stops_as_a_dataclass_s_does() -> None:
+    ours, theirs = _pair()
+    loop_ours, loop_theirs = ours("a", extra={}), theirs("a", extra={})
+    loop_ours.extra["self"] = loop_ours
+    loop_theirs.extra["self"] = loop_theirs
+    assert repr(loop_ours) == repr(loop_theirs)
+
+
+def test_a_record_subclass_of_a_record_is_a_record() -> None:
+    @record
+    class Base:
+        """b"""
+
+        a: int
+
+    @record
+    class Child(Base):
+        """c"""
+
+        b: int = 0
+
+    assert Child(1, 2) == Child(1, 2) != Child(1, 3)
+    assert repr(Child(1)) == "test_a_record_subclass_of_a_record_is_a_record.<locals>.Child(a=1, b=0)"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Child(1).a = 2  # type: ignore[misc]
+
+
+def test_an_init_false_field_without_a_default_is_refused() -> None:
+    with pytest.raises(TypeError, match="init=False"):
+        record(type("Bad", (), {"__annotations__": {"late": "int"}, "late": field(init=False)}))
+
+
+@pytest.mark.parametrize("method", ["__setattr__", "__delattr__"])
+def test_a_body_with_its_own_frozen_guard_is_refused(method: str) -> None:
+    with pytest.raises(TypeError, match="Cannot overwrite"):
+        record(type("Bad", (), {"__annotations__": {"a": "int"}, method: lambda *args: None}))
