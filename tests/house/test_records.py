@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import operator
 import pickle
 from collections.abc import Callable
 from dataclasses import field
@@ -198,3 +199,18 @@ def test_an_init_false_field_without_a_default_is_refused() -> None:
 def test_a_body_with_its_own_frozen_guard_is_refused(method: str) -> None:
     with pytest.raises(TypeError, match="Cannot overwrite"):
         record(type("Bad", (), {"__annotations__": {"a": "int"}, method: lambda *args: None}))
+
+
+def test_order_is_a_frozen_dataclass_s() -> None:
+    ours, theirs = _pair(order=True)
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]] = [
+        ({"name": "a"}, {"name": "b"}),
+        ({"name": "a", "count": 2}, {"name": "a", "count": 1}),
+        ({"name": "x"}, {"name": "x"}),
+    ]
+    for left, right in pairs:
+        for compare in (operator.lt, operator.le, operator.gt, operator.ge):
+            assert compare(ours(**left), ours(**right)) == compare(theirs(**left), theirs(**right))
+    assert sorted([ours("b"), ours("a")]) == [ours("a"), ours("b")]
+    with pytest.raises(TypeError):
+        _ = ours("a") < theirs("a")

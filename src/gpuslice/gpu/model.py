@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gpuslice.records import record
 
@@ -21,7 +21,7 @@ _FAMILY_BY_MAJOR = {
 }
 
 
-@dataclass(frozen=True, order=True)
+@record(order=True)
 class ComputeCapability:
     """A CUDA compute capability such as 9.0."""
 
