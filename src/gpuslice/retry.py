@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-import random
 import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import random
 
 
 class Backoff:
@@ -19,7 +22,7 @@ class Backoff:
         self.first_s = first_s
         self.max_s = max_s
         self.jitter = jitter
-        self._rng = rng or random.Random()
+        self._rng = rng  # made on the first failure: `random` brings OpenSSL's hashlib, ~1.5 ms of a start
         self._next = first_s
         self.failures = 0  # in a row
 
@@ -28,6 +31,10 @@ class Backoff:
         base = self._next
         self._next = min(base * 2, self.max_s)
         self.failures += 1
+        if self._rng is None:
+            import random
+
+            self._rng = random.Random()
         # Jitter only lengthens: the promise is "never sooner than the base delay".
         return base * (1 + self.jitter * self._rng.random())
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -172,6 +171,8 @@ def write_spec(directory: str | Path, filename: str, spec: Mapping[str, Any]) ->
         target_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CdiError(f"cannot write CDI spec into {target_dir}: {exc.strerror or exc}") from exc
+    import json  # only where a spec is written: a start without a cdi-* strategy needs no JSON
+
     try:
         return atomic_write_text(target_dir / filename, json.dumps(spec, indent=2) + "\n", mode=0o644)
     except OSError as exc:

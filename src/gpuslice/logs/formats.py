@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -55,8 +54,11 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: ts (RFC 3339, UTC), level, logger, caller, msg, pid, and node when known."""
 
     def __init__(self, node_name: str | None = None) -> None:
+        import json  # loaded only for --log-format json: the default klog start needs no JSON
+
         super().__init__()
         self._node_name = node_name
+        self._encode = json.JSONEncoder(ensure_ascii=False).encode
 
     def format(self, record: logging.LogRecord) -> str:
         moment = time.gmtime(record.created)
@@ -73,4 +75,4 @@ class JsonFormatter(logging.Formatter):
             entry["node"] = self._node_name
         if record.exc_info:
             entry["error"] = escape(self.formatException(record.exc_info), keep_newlines=True)
-        return json.dumps(entry, ensure_ascii=False)
+        return self._encode(entry)

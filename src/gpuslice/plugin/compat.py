@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shlex
 import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -57,7 +56,11 @@ class CompatOptions:
 
     @staticmethod
     def split_command(text: str | None) -> tuple[str, ...]:
-        return tuple(shlex.split(text)) if text else DEFAULT_CONTROL_COMMAND
+        if not text:
+            return DEFAULT_CONTROL_COMMAND
+        import shlex  # only when --mps-control-command is given
+
+        return tuple(shlex.split(text))
 
 
 def allocate_options(
