@@ -96,6 +96,12 @@ class Preparer:
         with self._lock:
             return dict(self._records)
 
+    def completed(self, uid: str) -> bool:
+        """Whether the claim is prepared, read without the lock: a hint for reading claims ahead, which must
+        not wait behind a preparation in progress (prepare itself decides under the lock)."""
+        record = self._records.get(uid)
+        return record is not None and record.state == "PrepareCompleted"
+
     # Restart -----------------------------------------------------------------------------------
 
     def resume(self) -> list[str]:
