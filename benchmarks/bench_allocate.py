@@ -10,8 +10,9 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from gpuslice.plugin.metrics import PluginMetrics
 from gpuslice.plugin.naming import socket_name
 from gpuslice.plugin.rpc_limits import MAX_STREAMS_PER_RESOURCE
 from gpuslice.plugin.server import DEFAULT_WORKERS
+from gpuslice.sharing import Resource
 from gpuslice.wire import deviceplugin_grpc, deviceplugin_pb2, server_options
 
 ROUNDS = 20
@@ -134,13 +136,15 @@ class Measured:
         return percentile(self.ours, 0.5) / percentile(self.floor, 0.5)
 
 
-def _measure(mode: Mode, workdir: Path) -> Measured:
+@contextmanager
+def served_plugin(mode: Mode, workdir: Path, observer: PluginMetrics) -> Iterator[tuple[MockKubelet, Resource]]:
+    """The real PluginApp for `mode` against the mock kubelet, in this process, registered and allocatable;
+    yields the kubelet and the plugin's resource `mode.resource` (its socket: `app_socket`)."""
     node_spec = mode.node_spec
     if not node_spec.startswith("preset:"):
         (workdir / "node.yaml").write_text(node_spec)
         node_spec = str(workdir / "node.yaml")
     (workdir / "config.yaml").write_text(mode.config)
-    observer = HandlerTimes()
     options = AppOptions(
         backend="fake",
         node_spec=node_spec,
@@ -156,6 +160,12 @@ def _measure(mode: Mode, workdir: Path) -> Measured:
         resource = next(r for r in app.plan.resources if r.name == mode.resource)
         if not kubelet.wait_for(resource=resource.name, allocatable=len(resource.devices), timeout=10):
             raise RuntimeError(f"{mode.name}: the plugin never registered")
+        yield kubelet, resource
+
+
+def _measure(mode: Mode, workdir: Path) -> Measured:
+    observer = HandlerTimes()
+    with served_plugin(mode, workdir, observer) as (kubelet, resource):
         device = resource.devices[min(5, len(resource.devices) - 1)]
         request = deviceplugin_pb2.AllocateRequest(
             container_requests=[deviceplugin_pb2.ContainerAllocateRequest(devices_ids=[device.id])]

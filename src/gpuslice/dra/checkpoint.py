@@ -194,12 +194,23 @@ class ClaimCheckpoint:
     def __init__(self, path: str | Path, node: str) -> None:
         self.path = Path(path)
         self.node = node
+        self._bodies: dict[str, tuple[ClaimRecord, dict[str, Any]]] = {}  # uid -> (record, its JSON form)
 
     def load(self) -> dict[str, ClaimRecord]:
         return CLAIM_CHECKPOINT_FORMAT.load(self.path, self.node, log, _records) or {}
 
     def save(self, records: dict[str, ClaimRecord]) -> None:
-        CLAIM_CHECKPOINT_FORMAT.write(self.path, self.node, _claims_body(records))
+        CLAIM_CHECKPOINT_FORMAT.write(self.path, self.node, self._body(records))
+
+    def _body(self, records: dict[str, ClaimRecord]) -> dict[str, Any]:
+        """_claims_body(records), each record's JSON form made once: a record is frozen (a change is a new
+        record), and every prepare saves all the node's claims, of which all but one are as they were."""
+        bodies = {}
+        for uid, record in sorted(records.items()):
+            known = self._bodies.get(uid)
+            bodies[uid] = known if known is not None and known[0] is record else (record, asdict(record))
+        self._bodies = bodies
+        return {uid: body for uid, (_, body) in bodies.items()}
 
 
 def gpus_with_prepared_migs(path: Path) -> tuple[str, ...]:

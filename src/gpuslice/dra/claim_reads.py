@@ -3,7 +3,8 @@
 Preparing is serial (one lock), but reading need not be: with a slow API server the claims of a call
 would otherwise cost one read deadline each, one after the other, and the last ones would miss the
 kubelet's. Each read has its own deadline (the API client's, well below the kubelet's 45 s); a read that
-fails or is still running when the call's budget ends becomes that claim's error, never the call's.
+fails or is still running when the call's budget ends becomes that claim's error, never the call's. The
+first claim is read on the calling thread, the others meanwhile in the pool.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gpuslice.dra.api import ApiError, ResourceApi
@@ -36,26 +37,42 @@ class ClaimReads:
         self._local = threading.local()
 
     def prefetch(self, refs: Sequence[ClaimRef], budget_s: float) -> None:
-        """Read the claims of one call at once; waits at most `budget_s` for them."""
-        futures: dict[tuple[str, str], Future[dict[str, Any] | None]] = {}
-        for ref in refs:
-            if not _valid(ref) or self._prepared(ref.uid):
-                continue  # refused by prepare with its own message, or answered from its record
-            key = (ref.namespace, ref.name)
-            if key not in futures:
-                futures[key] = self._pool.submit(self.api.get_claim, ref.namespace, ref.name)
+        """Read the claims of one call at once; waits at most `budget_s` for them.
+
+        The first claim is read on the calling thread while the pool reads the others: a call of one claim
+        (the usual pod) then costs no hand-over to a pool thread and back. That read ends by the budget
+        too, through the API client's deadline for this thread (gpuslice.kube.deadline).
+        """
         end = time.monotonic() + budget_s
+        keys = list(dict.fromkeys((r.namespace, r.name) for r in refs if _valid(r) and not self._prepared(r.uid)))
+        # (refused by prepare with its own message, or answered from its record: not read)
+        futures = {key: self._pool.submit(self.api.get_claim, *key) for key in keys[1:]}
         results: dict[tuple[str, str], _Result] = {}
+        if keys:
+            results[keys[0]] = self._read_here(keys[0], end, budget_s)
         for key, future in futures.items():
             try:
                 results[key] = future.result(timeout=max(0.0, end - time.monotonic()))
             except ApiError as exc:
                 results[key] = exc
             except TimeoutError:
-                results[key] = ApiError(f"reading ResourceClaim {key[0]}/{key[1]} took longer than {budget_s:.0f} s")
+                results[key] = _late(key, budget_s)
             except Exception as exc:  # a bug in one read costs that claim only
-                results[key] = ApiError(f"reading ResourceClaim {key[0]}/{key[1]}: {type(exc).__name__}: {exc}")
+                results[key] = _failed(key, exc)
         self._local.results = results
+
+    def _read_here(self, key: tuple[str, str], end: float, budget_s: float) -> _Result:
+        # imported here: gpuslice.kube loads the HTTP client, which the first call has loaded anyway
+        from gpuslice.kube.deadline import until
+
+        try:
+            with until(end):
+                found = self.api.get_claim(*key)
+        except ApiError as exc:
+            return _late(key, budget_s) if time.monotonic() >= end else exc
+        except Exception as exc:  # a bug in one read costs that claim only
+            return _failed(key, exc)
+        return found
 
     def done(self) -> None:
         """Forget this thread's prefetched claims (the call is answered)."""
@@ -85,6 +102,14 @@ class ClaimReads:
     def close(self) -> None:
         self.api.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _late(key: tuple[str, str], budget_s: float) -> ApiError:
+    return ApiError(f"reading ResourceClaim {key[0]}/{key[1]} took longer than {budget_s:.0f} s")
+
+
+def _failed(key: tuple[str, str], exc: Exception) -> ApiError:
+    return ApiError(f"reading ResourceClaim {key[0]}/{key[1]}: {type(exc).__name__}: {exc}")
 
 
 def _valid(ref: ClaimRef) -> bool:

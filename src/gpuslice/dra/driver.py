@@ -120,8 +120,7 @@ class GpuDriver:
         self.preparer.unprepare(ref, budget_s)
 
     def _prepared(self, uid: str) -> bool:
-        record = self.preparer.records().get(uid)
-        return record is not None and record.state == "PrepareCompleted"
+        return self.preparer.completed(uid)
 
     def start(self) -> None:
         """Write the base CDI spec, resume (roll back half-done claims, re-create lost MIG devices), then

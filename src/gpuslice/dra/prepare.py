@@ -96,6 +96,12 @@ class Preparer:
         with self._lock:
             return dict(self._records)
 
+    def completed(self, uid: str) -> bool:
+        """Whether the claim is prepared, read without the lock: a hint for reading claims ahead, which must
+        not wait behind a preparation in progress (prepare itself decides under the lock)."""
+        record = self._records.get(uid)
+        return record is not None and record.state == "PrepareCompleted"
+
     # Restart -----------------------------------------------------------------------------------
 
     def resume(self) -> list[str]:
@@ -258,8 +264,10 @@ class Preparer:
         chosen = self._check(ref, allocated)
         deadline.check("changing anything")
         record = ClaimRecord(ref.uid, ref.namespace, ref.name, "PrepareStarted")
+        # Held in memory only: written now it would name nothing to undo. Each step that changes the hardware
+        # saves the record with what it did (MPS before it starts the daemon), and the spec is removed at start
+        # when no record holds it, so a crash at any point leaves nothing a restart cannot undo.
         self._records[ref.uid] = record
-        self._save()
         try:
             record = self._act(ref, record, chosen, deadline)
         except (ClaimPrepareError, MigControlError, MpsClaimError, TimeSliceError, CdiError, OSError) as exc:
@@ -336,9 +344,9 @@ class Preparer:
             mounts=mounts,
             isolation=weakest(isolations).summary,
         )
-        record = self._update(record)
-        record = self._update(self._write_spec(record))
-        return self._update(replace(record, state="PrepareCompleted"))
+        # One save for the spec and the completion, after the spec is on disk (write_spec syncs it): before
+        # that save a crash leaves the spec to the start's leftover removal, never a completed claim without one.
+        return self._update(replace(self._write_spec(record), state="PrepareCompleted"))
 
     def _write_spec(self, record: ClaimRecord) -> ClaimRecord:
         devices = self.devices()
@@ -391,7 +399,10 @@ class Preparer:
         if record.cdi_spec:
             try:
                 remove_claim_spec(self.parts.cdi_dir, self.driver, record.uid)
-                record = self._update(replace(record, cdi_spec=None))
+                # Saved with the undo's later steps or by the caller: removing it again is harmless, so a
+                # checkpoint still naming a removed spec after a crash is safe.
+                record = replace(record, cdi_spec=None)
+                self._records[record.uid] = record
             except CdiError as exc:
                 problems.append(str(exc))
         if record.mps_daemon and self.parts.mps is not None:

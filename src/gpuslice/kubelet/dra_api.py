@@ -277,6 +277,9 @@ def _status(code: int, reason: str, message: str, success: bool = False) -> dict
 def _handler_for(api: FakeKubeApi) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body are two writes: with Nagle on, the body waits for the client's delayed ACK (40 ms
+        # on Linux), a stall no real API server has, which would swamp every claim read a test or benchmark times.
+        disable_nagle_algorithm = True
 
         def _serve(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
