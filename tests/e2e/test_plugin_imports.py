@@ -217,15 +217,17 @@ def test_a_dra_start_loads_no_api_client_and_no_opaque_models_before_a_call() ->
 
 
 def test_a_dra_process_registers_before_its_api_client_and_never_loads_pydantic(workdir: Path) -> None:
-    """Registering needs no API client, MPS lifecycle or opaque-config models, and publishing no opaque-config
-    models: gpuslice.kube loads with the first sync, after registration; pydantic with a claim's first config."""
+    """Registering needs no API client, MPS lifecycle, Prometheus client or opaque-config models, and publishing
+    no opaque-config models: gpuslice.kube loads with the first sync, after registration, the Prometheus client
+    with the first scrape (the metrics port is served from the start, as a DaemonSet runs it), pydantic with
+    a claim's first config."""
     config = workdir / "config.yaml"
     config.write_text(CONFIG_FILE)
     with MockDraKubelet(workdir / "dra", "imports-node") as kubelet:
         args = ["dra", "--backend", "fake", "--node-spec", "preset:h100x4", "--node-name", "imports-node"]
         args += ["--driver-name", "gpu.gpuslice.io", "--config-file", str(config), "--kube-api-server", kubelet.api_url]
         args += ["--plugins-registry", str(kubelet.registry_dir), "--plugins-dir", str(kubelet.plugins_dir)]
-        args += ["--cdi-spec-dir", str(workdir / "cdi")]
+        args += ["--cdi-spec-dir", str(workdir / "cdi"), "--metrics-port", "0", "--metrics-address", "127.0.0.1"]
         process = subprocess.Popen(
             [sys.executable, "-X", "importtime", "-c", DRA_MARKED, *args],
             env=clean_env(),
@@ -244,6 +246,7 @@ def test_a_dra_process_registers_before_its_api_client_and_never_loads_pydantic(
     started = re.findall(IMPORTED, before, flags=re.MULTILINE)
     published = re.findall(IMPORTED, after, flags=re.MULTILINE)
     assert "gpuslice.dra.claims" in started and "yaml" in started and "gpuslice.config.direct" in started
+    assert "gpuslice.dra.metrics" in started and "gpuslice.node.metrics_server" in started
     assert "gpuslice.kube" in published and "lightkube" in published  # it published through the client
     assert offending(started, NOT_BEFORE_DRA_REGISTRATION) == []
     assert offending(started + published, ("pydantic", "pydantic_core", "gpuslice.dra.opaque")) == []
