@@ -181,31 +181,55 @@ def test_a_plugin_with_a_valid_config_file_never_loads_pydantic(workdir: Path) -
 # the publisher's thread), the Prometheus client (the counters' registry is made by a scrape) or a
 # claim's opaque-config models (pydantic, loaded by the first config of ours)
 NOT_ON_DRA_START_PATH = ("pydantic", "pydantic_core", "gpuslice.dra.opaque", "lightkube", "httpx2", "prometheus_client")
+# nor the API client's package (gpuslice.kube: the publisher's first sync loads it, after registration), the
+# MPS daemon lifecycle (gpuslice.mps: a node with an MPS root, or an MPS claim, loads it) or shutil (with
+# bz2 and lzma: only removing an MPS claim's directory needs it)
+NOT_BEFORE_DRA_REGISTRATION = (*NOT_ON_DRA_START_PATH, "gpuslice.kube", "gpuslice.mps", "shutil")
 DRA_BUILT = """
 from pathlib import Path
 from gpuslice.dra.app import DraApp
 from gpuslice.dra.kube import LightkubeResourceApi
 api = LightkubeResourceApi("http://127.0.0.1:1")
 """
+REGISTRATION_MARK = "-- the registration socket is served --"
+# `gpuslice dra` as its console script runs it, writing REGISTRATION_MARK to stderr once the registration
+# socket is served: under -X importtime every import of the start (the main thread's) is above the mark,
+# and the publisher's, whose thread starts after it, below.
+DRA_MARKED = f"""
+import sys
+from gpuslice.dra.kubelet_plugin import KubeletPlugin
+serve_registration = KubeletPlugin._serve_registration
+def marked(self):
+    serve_registration(self)
+    print({REGISTRATION_MARK!r}, file=sys.stderr, flush=True)
+KubeletPlugin._serve_registration = marked
+from gpuslice.cli.main import main
+sys.argv[0] = "gpuslice"
+main()
+"""
+IMPORTED = r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$"
 
 
 def test_a_dra_start_loads_no_api_client_and_no_opaque_models_before_a_call() -> None:
     modules = modules_after(f"exec({DRA_BUILT!r})")
     assert "gpuslice.dra.app" in modules and "gpuslice.dra.claims" in modules and "gpuslice.dra.mps" in modules
-    assert offending(modules, NOT_ON_DRA_START_PATH) == []
+    assert offending(modules, NOT_BEFORE_DRA_REGISTRATION) == []
 
 
-def test_a_dra_process_with_a_valid_config_file_and_no_claims_never_loads_pydantic(workdir: Path) -> None:
-    """Publishing and registering need no opaque-config models: pydantic loads with a claim's first config."""
+def test_a_dra_process_registers_before_its_api_client_and_never_loads_pydantic(workdir: Path) -> None:
+    """Registering needs no API client, MPS lifecycle, Prometheus client or opaque-config models, and publishing
+    no opaque-config models: gpuslice.kube loads with the first sync, after registration, the Prometheus client
+    with the first scrape (the metrics port is served from the start, as a DaemonSet runs it), pydantic with
+    a claim's first config."""
     config = workdir / "config.yaml"
     config.write_text(CONFIG_FILE)
     with MockDraKubelet(workdir / "dra", "imports-node") as kubelet:
         args = ["dra", "--backend", "fake", "--node-spec", "preset:h100x4", "--node-name", "imports-node"]
         args += ["--driver-name", "gpu.gpuslice.io", "--config-file", str(config), "--kube-api-server", kubelet.api_url]
         args += ["--plugins-registry", str(kubelet.registry_dir), "--plugins-dir", str(kubelet.plugins_dir)]
-        args += ["--cdi-spec-dir", str(workdir / "cdi")]
+        args += ["--cdi-spec-dir", str(workdir / "cdi"), "--metrics-port", "0", "--metrics-address", "127.0.0.1"]
         process = subprocess.Popen(
-            [sys.executable, "-X", "importtime", "-m", "gpuslice", *args],
+            [sys.executable, "-X", "importtime", "-c", DRA_MARKED, *args],
             env=clean_env(),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -217,6 +241,12 @@ def test_a_dra_process_with_a_valid_config_file_and_no_claims_never_loads_pydant
         finally:
             code, err = finish(process, signal.SIGTERM)
     assert code == 0, err[-2000:]
-    imported = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", err, flags=re.MULTILINE)
-    assert "gpuslice.dra.claims" in imported and "lightkube" in imported  # it published through the client
-    assert offending(imported, ("pydantic", "pydantic_core", "gpuslice.dra.opaque")) == []
+    before, mark, after = err.partition(REGISTRATION_MARK)
+    assert mark, err[-2000:]
+    started = re.findall(IMPORTED, before, flags=re.MULTILINE)
+    published = re.findall(IMPORTED, after, flags=re.MULTILINE)
+    assert "gpuslice.dra.claims" in started and "yaml" in started and "gpuslice.config.direct" in started
+    assert "gpuslice.dra.metrics" in started and "gpuslice.node.metrics_server" in started
+    assert "gpuslice.kube" in published and "lightkube" in published  # it published through the client
+    assert offending(started, NOT_BEFORE_DRA_REGISTRATION) == []
+    assert offending(started + published, ("pydantic", "pydantic_core", "gpuslice.dra.opaque")) == []

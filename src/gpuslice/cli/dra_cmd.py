@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import click
-import yaml
 
 from gpuslice.cli.nvidia_options import EXIT_BAD_INPUT, EXIT_START_FAILED, nvidia_flags, nvidia_overrides
 from gpuslice.dra.names import (
@@ -103,6 +102,8 @@ def dra(
     for warning in setup.warnings:
         log.warning("%s", warning)
     if print_resource_slices:
+        import yaml  # only this path writes YAML; a start without a config file never loads a YAML module
+
         version = "v1" if resource_api_version == "auto" else resource_api_version
         layout = "combined" if counter_layout == "auto" else counter_layout
         slices = build_slices(PoolSpec(driver_name, setup.node.name, version, layout), setup.devices, 1)

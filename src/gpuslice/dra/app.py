@@ -29,7 +29,8 @@ class DraApp:
     and registers; `stop()` undoes it in reverse. `controls` (`mig`, `mps_control`, `timeslice`) replace
     what the backend and the flags would give (tests, the demo). With `settings.metrics_port`, the node
     core's metrics server answers /metrics (DraMetrics), /healthz and /readyz (the KubeletPlugin's probes)
-    from before the first socket to after the last; without it the Prometheus client's metrics are not made.
+    from before the first socket to after the last (the Prometheus client loads with the first scrape);
+    without it no metrics are made.
     """
 
     def __init__(

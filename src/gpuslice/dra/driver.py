@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from gpuslice.allocation.cdi import present_control_nodes
 from gpuslice.allocation.cdi_driver import driver_edits
@@ -28,8 +28,10 @@ from gpuslice.dra.settings import DraSettings
 from gpuslice.dra.setup import DraSetup
 from gpuslice.health import xid_policy_from_env
 from gpuslice.health.loop import build_health_loop
-from gpuslice.mps import CommandControl, MpsControl
 from gpuslice.sharing import HealthStore
+
+if TYPE_CHECKING:
+    from gpuslice.mps import MpsControl
 
 log = logging.getLogger("gpuslice.dra")
 
@@ -67,6 +69,8 @@ class GpuDriver:
         mps_root = settings.mps_root or (Path(setup.config.flags.mps_root) if setup.config.flags.mps_root else None)
         mps = None
         if mps_root:
+            from gpuslice.mps import CommandControl  # gpuslice.mps loads only on a node with an MPS root (dra.mps)
+
             control = given["mps_control"] if "mps_control" in given else CommandControl(settings.mps_control_command)
             mps = ClaimMpsDaemons(mps_root, control)
         cdi = CdiSettings.from_config(setup.config)

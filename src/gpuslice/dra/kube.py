@@ -6,13 +6,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuslice.dra.api import ApiError
 from gpuslice.dra.slices import API_GROUP, API_VERSIONS
-from gpuslice.kube import KubeClient, KubeError, NotFound
-from gpuslice.kube.deadline import until
-from gpuslice.kube.resources import generic_resource
+
+# gpuslice.kube (its client, counters and errors) is imported by the methods that call the API: the first
+# call comes from the publisher's thread, after registration, which need not wait for the package to load.
+if TYPE_CHECKING:
+    from gpuslice.kube import KubeClient
 
 log = logging.getLogger("gpuslice.dra")
 
@@ -26,8 +28,8 @@ class LightkubeResourceApi:
 
     Without any configuration it still serves: every call fails as an ApiError, so publishing retries and
     claims get a clear error. Each call has the client's total deadline (well inside the kubelet's 45 s).
-    The client is made on the first call (the publisher's first sync): making it loads lightkube and httpx,
-    which registration with the kubelet has no need to wait for.
+    The client is made on the first call (the publisher's first sync): making it loads gpuslice.kube, lightkube
+    and httpx, which registration with the kubelet has no need to wait for.
     """
 
     def __init__(self, server: str | None = None, client: KubeClient | None = None) -> None:
@@ -41,6 +43,8 @@ class LightkubeResourceApi:
     def client(self) -> KubeClient:
         with self._made:
             if self._client is None:
+                from gpuslice.kube import KubeClient
+
                 self._client = (
                     KubeClient.for_server(self._server, DRA_FIELD_MANAGER)
                     if self._server
@@ -59,14 +63,30 @@ class LightkubeResourceApi:
             client.close()
 
     def _kinds(self, version: str) -> tuple[Any, Any]:
+        from gpuslice.kube.resources import generic_resource
+
         slices = generic_resource(API_GROUP, version, "ResourceSlice", "resourceslices", namespaced=False)
         claims = generic_resource(API_GROUP, version, "ResourceClaim", "resourceclaims", namespaced=True)
         return slices, claims
 
     @staticmethod
     def _call(call: Callable[[], _T]) -> _T:
+        from gpuslice.kube import KubeError
+
         try:
             return call()
+        except KubeError as exc:
+            raise ApiError(str(exc), exc.status) from exc
+
+    @staticmethod
+    def _found(call: Callable[[], _T]) -> _T | None:
+        """`call`'s answer, or None where the object does not exist (404); any other failure is an ApiError."""
+        from gpuslice.kube import KubeError, NotFound
+
+        try:
+            return call()
+        except NotFound:
+            return None
         except KubeError as exc:
             raise ApiError(str(exc), exc.status) from exc
 
@@ -93,16 +113,13 @@ class LightkubeResourceApi:
         self._call(lambda: self.client.list_all(slices, fields={"spec.driver": "probe.invalid"}, what=what))
 
     def get_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
+        from gpuslice.kube.deadline import until
+
         what = f"get ResourceClaim {namespace}/{name}"
-        try:
-            with until(time.monotonic() + CLAIM_READ_S):
-                _, claims = self._kinds(self.resource_version())
-                found = self.client.get(claims, name, namespace=namespace, what=what)
-        except NotFound:
-            return None
-        except KubeError as exc:
-            raise ApiError(str(exc), exc.status) from exc
-        return dict(found.to_dict())
+        with until(time.monotonic() + CLAIM_READ_S):
+            _, claims = self._kinds(self.resource_version())
+            found = self._found(lambda: self.client.get(claims, name, namespace=namespace, what=what))
+        return None if found is None else dict(found.to_dict())
 
     def list_slices(self, driver: str, node_name: str) -> list[dict[str, Any]]:
         slices, _ = self._kinds(self.resource_version())
@@ -113,22 +130,14 @@ class LightkubeResourceApi:
     def apply_slice(self, obj: dict[str, Any]) -> None:
         slices, _ = self._kinds(obj["apiVersion"].rsplit("/", 1)[-1])
         name = obj["metadata"]["name"]
-        try:
-            current = self.client.get(slices, name, what=f"get ResourceSlice {name}")
-        except NotFound:
+        current = self._found(lambda: self.client.get(slices, name, what=f"get ResourceSlice {name}"))
+        if current is None:
             self._call(lambda: self.client.create(slices.from_dict(obj), what=f"create ResourceSlice {name}"))
             return
-        except KubeError as exc:
-            raise ApiError(str(exc), exc.status) from exc
         version = (current.to_dict().get("metadata") or {}).get("resourceVersion")
         body = {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
         self._call(lambda: self.client.replace(slices.from_dict(body), what=f"replace ResourceSlice {name}"))
 
     def delete_slice(self, name: str) -> None:
         slices, _ = self._kinds(self.resource_version())
-        try:
-            self.client.delete(slices, name, what=f"delete ResourceSlice {name}")
-        except NotFound:
-            return
-        except KubeError as exc:
-            raise ApiError(str(exc), exc.status) from exc
+        self._found(lambda: self.client.delete(slices, name, what=f"delete ResourceSlice {name}"))

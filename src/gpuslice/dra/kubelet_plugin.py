@@ -24,6 +24,10 @@ log = logging.getLogger("gpuslice.dra")
 _NODE_WORKERS = 8
 _REGISTRATION_WORKERS = 2
 UNPUBLISH_WAIT_S = 0.8  # at stop: SIGTERM must end the process within 2 s whatever the API server does
+# The first publish waits at most this for the kubelet's registration (a kubelet registers a new socket within
+# milliseconds): its first sync loads the API client (gpuslice.kube, lightkube, httpx), which would take the
+# CPU from the registration handshake on the same cores.
+FIRST_PUBLISH_WAIT_S = 0.5
 
 
 class KubeletPlugin:
@@ -35,9 +39,10 @@ class KubeletPlugin:
     the kubelet registers us again. It knows nothing of GPUs: the driver prepares, and `health` says
     which of `devices` are offered.
 
-    Start order: dra.sock, then slice publishing (on a thread of its own: the start never waits for the
-    API server), then the registration socket, so the kubelet never reaches a plugin that cannot answer
-    yet. A publishing thread that dies is started again. Stop: registration first (the kubelet stops
+    Start order: dra.sock, then the registration socket, so the kubelet never reaches a plugin that cannot
+    answer yet, then slice publishing (on a thread of its own: the start never waits for the API server),
+    whose first sync waits for the kubelet's registration, at most FIRST_PUBLISH_WAIT_S. A publishing
+    thread that dies is started again, at once. Stop: registration first (the kubelet stops
     sending), then dra.sock, then the slices are deleted, waiting at most UNPUBLISH_WAIT_S for the API.
     `reads`, when given, reads the claims of each prepare call at once (dra.claim_reads).
     """
@@ -85,7 +90,7 @@ class KubeletPlugin:
         self.slices = SliceController(self.api, self.pool_spec, self.published_devices, self.settings.resync_s)
         self._remove_listener = self.health_service.store.add_listener(self.slices.poke)
         self._serve_registration()
-        self.slices.start()  # after: its first sync makes the API client, which registering need not wait for
+        self.slices.start(FIRST_PUBLISH_WAIT_S)  # after: registering need not wait for the API client
         self._stop.clear()
         self._watcher = threading.Thread(target=self._watch_socket, name="dra-reg-watch", daemon=True)
         self._watcher.start()

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import bisect
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
+from typing import TYPE_CHECKING
 
 from gpuslice.dra.claims import ClaimRef
 from gpuslice.dra.contract import ClaimDriver, DeviceAnswer
 from gpuslice.dra.counters import METRIC_PREFIX
-from gpuslice.kube.counters import API_COUNTERS, ApiStats
-from gpuslice.kube.metrics import register_api_metrics
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.core import Metric
+
+    from gpuslice.kube.counters import ApiStats
 
 # A prepare is a checkpoint write and a CDI spec in the common case; a MIG instance or an MPS daemon
 # takes seconds; the kubelet gives a whole call 45 s.
 CALL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+_CALLS = f"{METRIC_PREFIX}_claims"
+_LATENCY = f"{METRIC_PREFIX}_claim_seconds"
 
 
 @dataclass(frozen=True)
@@ -31,54 +36,110 @@ class PluginState:
     registered: bool
 
 
-class DraMetrics:
-    """Every metric of one `gpuslice dra` process, on one registry; made only when a metrics port is asked for.
+class _Histogram:
+    """Bucket counts (not cumulative; the last is +Inf), count, sum and creation time of one call."""
 
+    __slots__ = ("buckets", "created", "total")
+
+    def __init__(self) -> None:
+        self.buckets = [0] * (len(CALL_BUCKETS) + 1)
+        self.total = 0.0
+        self.created = time.time()
+
+
+class DraMetrics:
+    """Every metric of one `gpuslice dra` process; made only when a metrics port is asked for.
+
+    Values are kept in plain Python (a lock, dicts, ints): the metrics port's server answers its probes
+    from before the first socket, but the Prometheus client (about 80 modules) and the API client's
+    counters load with `registry`, made at the first scrape, after registration. Each scrape exports
+    them in the client's usual shape (`_total` and `_created` for counters, cumulative buckets).
     `gpuslice_kube_api_*` are the API client's counters (the same names as the device plugin's);
     `gpuslice_dra_shared_counters` and `gpuslice_dra_guarded_gpus` come from the publisher's counters
     probe (`extra`, asked at each scrape: the publisher is made at start).
     """
 
-    def __init__(self, api_stats: ApiStats = API_COUNTERS) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
-        register_api_metrics(self.registry, api_stats)
-        self.calls = Counter(
-            f"{METRIC_PREFIX}_claims",
-            "Claims the kubelet asked to prepare or unprepare, by outcome (ok, error)",
-            ["call", "outcome"],
-            registry=self.registry,
-        )
-        self.latency = Histogram(
-            f"{METRIC_PREFIX}_claim_seconds",
-            "Time to prepare or unprepare one claim (its claim read is done before, for the whole call at once)",
-            ["call"],
-            buckets=CALL_BUCKETS,
-            registry=self.registry,
-        )
+    def __init__(self, api_stats: ApiStats | None = None) -> None:
+        self._api_stats = api_stats  # None: the process's counters (gpuslice.kube.API_COUNTERS)
+        self._lock = threading.Lock()
+        self._calls: dict[tuple[str, str], list[float]] = {}  # (call, outcome) -> [count, created]
+        self._latency: dict[str, _Histogram] = {}
+        self._registry: CollectorRegistry | None = None
+        self._made = threading.Lock()  # apart from _lock: registering the collector reads the values once
         self._state: Callable[[], PluginState] | None = None
         self._extra: Callable[[], CollectorRegistry | None] = lambda: None
 
+    @property
+    def registry(self) -> CollectorRegistry:
+        """The Prometheus registry of these metrics and the API client's (the client is imported here)."""
+        with self._made:
+            if self._registry is None:
+                from prometheus_client import CollectorRegistry
+
+                from gpuslice.kube.counters import API_COUNTERS
+                from gpuslice.kube.metrics import register_api_metrics
+                from gpuslice.node.metrics_server import LiveCollector
+
+                registry = CollectorRegistry(auto_describe=True)
+                register_api_metrics(registry, self._api_stats if self._api_stats is not None else API_COUNTERS)
+                registry.register(LiveCollector(self))
+                self._registry = registry
+            return self._registry
+
     def watch(self, state: Callable[[], PluginState], extra: Callable[[], CollectorRegistry | None]) -> None:
         """Export `state()` and the registry `extra()` answers (if any) at every scrape."""
-        if self._state is None:
-            self.registry.register(_StateCollector(state))
         self._state = state
         self._extra = extra
 
     def observe(self, call: str, outcome: str, seconds: float) -> None:
-        self.calls.labels(call, outcome).inc()
-        self.latency.labels(call).observe(seconds)
+        with self._lock:
+            cell = self._calls.get((call, outcome))
+            if cell is None:
+                self._calls[(call, outcome)] = [1, time.time()]
+            else:
+                cell[0] += 1
+            histogram = self._latency.get(call)
+            if histogram is None:
+                histogram = self._latency[call] = _Histogram()
+            histogram.buckets[bisect.bisect_left(CALL_BUCKETS, seconds)] += 1
+            histogram.total += seconds
 
     def render(self) -> bytes:
+        from prometheus_client import generate_latest
+
         extra = self._extra()
         return bytes(generate_latest(self.registry)) + (bytes(generate_latest(extra)) if extra is not None else b"")
 
+    def families(self) -> Iterator[Metric]:
+        """The claims' counter and latency histogram and the plumbing's state, as they are now (a scrape)."""
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
-class _StateCollector(Collector):
-    def __init__(self, state: Callable[[], PluginState]) -> None:
-        self._state = state
-
-    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            calls = {labels: list(cell) for labels, cell in self._calls.items()}
+            latency = {call: (list(h.buckets), h.total, h.created) for call, h in self._latency.items()}
+        counter = CounterMetricFamily(
+            _CALLS,
+            "Claims the kubelet asked to prepare or unprepare, by outcome (ok, error)",
+            labels=["call", "outcome"],
+        )
+        for labels, (count, created) in sorted(calls.items()):
+            counter.add_metric(list(labels), count, created=created)
+        yield counter
+        histogram = HistogramMetricFamily(
+            _LATENCY,
+            "Time to prepare or unprepare one claim (its claim read is done before, for the whole call at once)",
+            labels=["call"],
+        )
+        for call, (buckets, total, created) in sorted(latency.items()):
+            cumulative, rows = 0, []
+            for bound, count in zip((*CALL_BUCKETS, float("inf")), buckets, strict=True):
+                cumulative += count
+                rows.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
+            histogram.add_metric([call], rows, total)
+            histogram.add_sample(f"{_LATENCY}_created", {"call": call}, created)
+        yield histogram
+        if self._state is None:
+            return
         state = self._state()
         yield CounterMetricFamily(
             f"{METRIC_PREFIX}_slice_publishes", "ResourceSlice publishes that changed the pool", state.publishes

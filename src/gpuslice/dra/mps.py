@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuslice.allocation.mps_edits import CONTAINER_SHM
 from gpuslice.gpu import Gpu
-from gpuslice.mps import MpsControl
-from gpuslice.mps.control import PIPE_ENV
-from gpuslice.mps.daemon import READY_TIMEOUT_S, DaemonPlace, MpsStartError, quit_daemon, start_daemon
 
+# The daemon lifecycle (gpuslice.mps) and shutil load where a daemon is made, started or stopped: every DRA
+# start imports this module, most nodes never run an MPS claim, and registering need not wait for them.
 if TYPE_CHECKING:  # a claim's config, decoded (gpuslice.dra.claims loads the models with the first one)
     from gpuslice.dra.opaque import MpsConfig
+    from gpuslice.mps.control import MpsControl
+    from gpuslice.mps.daemon import DaemonPlace
 
 CONTAINER_PIPE_DIRECTORY = "/tmp/nvidia-mps"  # where NVIDIA's DRA driver mounts the pipe directory
 _MIB = 2**20
@@ -31,6 +31,8 @@ def daemon_dir(root: str | Path, claim_uid: str) -> Path:
 
 def claim_mps_edits(directory: Path) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
     """The env and mounts (container path, host path) a claim's containers get for its daemon in `directory`."""
+    from gpuslice.mps.control import PIPE_ENV
+
     mounts = ((CONTAINER_PIPE_DIRECTORY, str(directory / "pipe")), (CONTAINER_SHM, str(directory / "shm")))
     return {PIPE_ENV: CONTAINER_PIPE_DIRECTORY}, mounts
 
@@ -61,19 +63,26 @@ def check_limit_keys(gpus: Sequence[Gpu], config: MpsConfig) -> None:
 
 
 class ClaimMpsDaemons:
-    """Starts and stops the daemons under `root` (`<root>/<claim uid>/{pipe,log,shm}`)."""
+    """Starts and stops the daemons under `root` (`<root>/<claim uid>/{pipe,log,shm}`); `ready_timeout_s`
+    defaults to the node core's (gpuslice.mps.daemon.READY_TIMEOUT_S)."""
 
-    def __init__(self, root: str | Path, control: MpsControl, ready_timeout_s: float = READY_TIMEOUT_S) -> None:
+    def __init__(self, root: str | Path, control: MpsControl, ready_timeout_s: float | None = None) -> None:
+        from gpuslice.mps.daemon import READY_TIMEOUT_S
+
         self.root = Path(root)
         self.control = control
-        self.ready_timeout_s = ready_timeout_s
+        self.ready_timeout_s = READY_TIMEOUT_S if ready_timeout_s is None else ready_timeout_s
 
     def place(self, claim_uid: str, gpus: Sequence[Gpu] = ()) -> DaemonPlace:
+        from gpuslice.mps.daemon import DaemonPlace
+
         directory = daemon_dir(self.root, claim_uid)
         return DaemonPlace(f"claim {claim_uid}", directory / "pipe", directory / "log", tuple(g.uuid for g in gpus))
 
     def start(self, claim_uid: str, gpus: Sequence[Gpu], config: MpsConfig) -> Path:
         """Start and configure the claim's daemon; on failure nothing is left running. Returns its directory."""
+        from gpuslice.mps.daemon import MpsStartError, start_daemon
+
         check_limit_keys(gpus, config)
         place = self.place(claim_uid, gpus)
         try:
@@ -85,6 +94,10 @@ class ClaimMpsDaemons:
 
     def stop(self, claim_uid: str) -> None:
         """Quit the claim's daemon (if it still runs) and remove its directory, `<root>/<claim uid>`."""
+        import shutil
+
+        from gpuslice.mps.daemon import quit_daemon
+
         place = self.place(claim_uid)
         if place.pipe_dir.is_dir():
             quit_daemon(self.control, place, "unprepare")

@@ -13,7 +13,6 @@ from gpuslice.dra.api import ApiError, ResourceApi
 from gpuslice.dra.counters import CounterSupport
 from gpuslice.dra.devices import DraDevice
 from gpuslice.dra.slices import PoolSpec, build_slices
-from gpuslice.kube import RetryBackoff
 
 log = logging.getLogger("gpuslice.dra")
 
@@ -151,9 +150,10 @@ class SliceController:
         """Ask the loop to sync now (a device changed health, the kubelet registered us again)."""
         self._wake.set()
 
-    def start(self) -> None:
+    def start(self, first_wait_s: float = 0.0) -> None:
+        """Start the publishing thread; its first sync waits up to `first_wait_s` for a poke (or a stop)."""
         self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="dra-slices", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(first_wait_s,), name="dra-slices", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -168,7 +168,12 @@ class SliceController:
         """False when the publishing thread should run and does not (the /healthz answer)."""
         return self._stop.is_set() or (self._thread is not None and self._thread.is_alive())
 
-    def _run(self) -> None:
+    def _run(self, first_wait_s: float) -> None:
+        if first_wait_s > 0 and self._wake.wait(first_wait_s):
+            self._wake.clear()  # this sync answers the poke
+        # Loaded here, on the first sync: gpuslice.kube (its client, counters and dataclasses) is the API's.
+        from gpuslice.kube import RetryBackoff
+
         backoff = RetryBackoff()
         while not self._stop.is_set():
             started = time.monotonic()

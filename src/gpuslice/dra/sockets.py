@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +20,14 @@ class SocketError(OSError):
     """A socket we cannot listen on; the message names the path."""
 
 
-@dataclass
 class UnixServer:
-    """A started gRPC server and its handler threads."""
+    """A started gRPC server and its handler threads (a plain class: a dataclass costs every start its build)."""
 
-    server: Any
-    executor: ThreadPoolExecutor
-    path: Path
-    inode: int | None  # the socket file we made, as the device plugin's servers keep it
+    def __init__(self, server: Any, executor: ThreadPoolExecutor, path: Path, inode: int | None) -> None:
+        self.server = server
+        self.executor = executor
+        self.path = path
+        self.inode = inode  # the socket file we made, as the device plugin's servers keep it
 
     def stop(self) -> None:
         self.server.stop(_STOP_GRACE_S).wait()
