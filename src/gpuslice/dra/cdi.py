@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +24,14 @@ from gpuslice.dra.names import CLAIM_CDI_CLASS, cdi_kind
 from gpuslice.fsutil.atomic import temp_file_pattern
 from gpuslice.fsutil.regular import first_entries
 from gpuslice.gpu import Gpu, MigInstance
+from gpuslice.records import record
 
 MAX_SCANNED_ENTRIES = 100_000  # a CDI dir holds a few specs per claim; a flooded one is not walked for ever
 BASE_CDI_CLASS = "device"  # NVIDIA's DRA driver names its node-wide spec's class so, too
 BASE_DEVICE = "base"
 
 
-@dataclass(frozen=True)
+@record
 class ClaimDeviceEdits:
     """The device nodes of one prepared device (its GPU, and the MIG capabilities for a MIG device)."""
 
@@ -39,7 +40,7 @@ class ClaimDeviceEdits:
     mig: MigInstance | None
 
 
-@dataclass(frozen=True)
+@record
 class ClaimEdits:
     """Edits that apply to every device of the claim: env and mounts (sharing, MPS)."""
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from gpuslice import records
 from gpuslice.fsutil.checkpoint import DIGEST_PREFIX, CheckpointFormat, CheckpointUnusable, digest
 from gpuslice.fsutil.regular import read_regular_bytes
 from gpuslice.fsutil.textread import InputFileError
@@ -26,7 +27,7 @@ State = Literal["PrepareStarted", "PrepareCompleted"]
 CheckpointCorrupt = CheckpointUnusable
 
 
-@dataclass(frozen=True)
+@records.record
 class PreparedDevice:
     """One device handed to the kubelet for a claim."""
 
@@ -36,7 +37,7 @@ class PreparedDevice:
     cdi_ids: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@records.record
 class CreatedMig:
     """A MIG device created for a dynamic placement: enough to find and destroy it again."""
 
@@ -52,7 +53,7 @@ class CreatedMig:
     ci_cap_minor: int
 
 
-@dataclass(frozen=True)
+@records.record
 class ClaimRecord:
     """What was done for one claim; `PrepareStarted` means: undo these before trying again."""
 

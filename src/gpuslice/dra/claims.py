@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from gpuslice.records import record
 
 if TYPE_CHECKING:  # the opaque models (pydantic) load with the first config of ours a claim carries
     from gpuslice.dra.opaque import DeviceConfig
@@ -22,7 +23,7 @@ class ClaimPrepareError(RuntimeError):
     """Why one claim cannot be prepared or unprepared; the kubelet shows it in the pod's events."""
 
 
-@dataclass(frozen=True)
+@record
 class ClaimRef:
     """What the kubelet sends for a claim."""
 
@@ -42,7 +43,7 @@ class ClaimRef:
         return f"{self.namespace}/{self.name} ({self.uid})"
 
 
-@dataclass(frozen=True)
+@record
 class AllocatedDevice:
     """One allocation result of our driver, with the config that applies to it (None: no config)."""
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from gpuslice.dra.names import counter_set_name, gpu_device_name, mig_device_name, replica_device_name
 from gpuslice.gpu import Gpu, MigCatalogue, MigInstance, MigProfile, Node, catalogue_for
+from gpuslice.records import record
 from gpuslice.sharing import AdvertisedDevice, SharingPlan
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ class DeviceModelError(ValueError):
     """A plan the DRA front end cannot publish; the message names the device and the reason."""
 
 
-@dataclass(frozen=True)
+@record
 class DraDevice:
     """One device of our pool and the hardware behind it."""
 

@@ -6,12 +6,12 @@ import bisect
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpuslice.dra.claims import ClaimRef
 from gpuslice.dra.contract import ClaimDriver, DeviceAnswer
 from gpuslice.dra.counters import METRIC_PREFIX
+from gpuslice.records import record
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -26,7 +26,7 @@ _CALLS = f"{METRIC_PREFIX}_claims"
 _LATENCY = f"{METRIC_PREFIX}_claim_seconds"
 
 
-@dataclass(frozen=True)
+@record
 class PluginState:
     """What the kubelet plumbing reports at every scrape."""
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
+from gpuslice import records
 from gpuslice.dra.cdi import cdi_id, claim_spec_path
 from gpuslice.dra.checkpoint import ClaimRecord
 from gpuslice.dra.claims import ClaimPrepareError, ClaimRef
@@ -15,7 +16,7 @@ from gpuslice.dra.mps import claim_mps_edits, daemon_dir
 log = logging.getLogger("gpuslice.dra")
 
 
-@dataclass(frozen=True)
+@records.record
 class OwnPaths:
     """Where this plugin puts a claim's things: `<cdi dir>/<spec name of the claim>`, `<mpsRoot>/<claim uid>`."""
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuslice import records
 from gpuslice.allocation.cdi import CONTROL_NODES, CdiError
 from gpuslice.discovery import DEFAULT_TIMESLICE_LEVEL, MigControl, MigControlError, TimeSliceControl, TimeSliceError
 from gpuslice.dra.api import ApiError, ResourceApi
@@ -38,7 +39,7 @@ if TYPE_CHECKING:  # a claim's config, decoded (gpuslice.dra.claims loads the mo
 log = logging.getLogger("gpuslice.dra")
 
 
-@dataclass(frozen=True)
+@records.record
 class PrepareParts:
     """The node's side of preparation: where specs go and what can act on the hardware (None: cannot)."""
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from gpuslice.dra.names import (
@@ -18,11 +18,12 @@ from gpuslice.dra.names import (
 )
 from gpuslice.dra.publish import DEFAULT_RESYNC_S
 from gpuslice.dra.service import CALL_BUDGET_S
+from gpuslice.records import record
 
 SOCKET_CHECK_S = 1.0
 
 
-@dataclass(frozen=True)
+@record
 class DraSettings:
     """Where the plugin lives and how it behaves; defaults are the production ones."""
 

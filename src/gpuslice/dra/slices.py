@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from gpuslice.dra.devices import DraDevice, gpu_counters
 from gpuslice.dra.names import counter_set_name
+from gpuslice.records import record
 
 API_GROUP = "resource.k8s.io"
 API_VERSIONS = ("v1", "v1beta2", "v1beta1")  # newest first: the order we try them in
@@ -17,7 +17,7 @@ COUNTER_LAYOUTS = ("combined", "split")
 POOL_LABEL = "gpuslice.io/dra-pool"
 
 
-@dataclass(frozen=True)
+@record
 class PoolSpec:
     """Whose pool: the driver, the node (the pool is named after it) and the API version to write."""
 

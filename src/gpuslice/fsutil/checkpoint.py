@@ -8,13 +8,14 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from gpuslice.fsutil.atomic import atomic_write_text
 from gpuslice.fsutil.regular import read_regular_bytes
 from gpuslice.fsutil.textread import InputFileError, decode_utf8
+from gpuslice.records import record
 
 DIGEST_PREFIX = "sha256:"
 CORRUPT_SUFFIX = ".corrupt"
@@ -50,7 +51,7 @@ def fnv32a(data: bytes) -> int:
     return result
 
 
-@dataclass(frozen=True)
+@record
 class CheckpointFormat:
     """One checkpoint file's format: `{kind, version, node, checksum, <body>}`, the checksum over all the rest.
 

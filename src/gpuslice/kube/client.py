@@ -14,7 +14,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from gpuslice.kube.counters import API_COUNTERS, ApiCounters
@@ -29,6 +28,7 @@ from gpuslice.kube.errors import (
     TooLarge,
     TooManyPages,
 )
+from gpuslice.records import record
 
 log = logging.getLogger("gpuslice.kube")
 
@@ -37,7 +37,7 @@ WATCH_SERVER_TIMEOUT_S = 300  # the API server ends each watch after this (plus 
 _ERROR_BODY_BYTES = 64 * 1024  # of a 4xx/5xx answer, only the Status message is wanted
 
 
-@dataclass(frozen=True)
+@record
 class Limits:
     """What one request may take. etcd keeps objects below 1.5 MiB, so the caps leave wide room for honest
     answers while bounding a hostile one. A node lists only its own few objects (its ResourceSlices): one
@@ -64,7 +64,7 @@ class Limits:
                 raise ValueError(f"kube limit {name}={value} is outside [{low}, {high}]")
 
 
-@dataclass(frozen=True)
+@record
 class WatchEvent:
     """One event of a watch stream: ADDED, MODIFIED, DELETED or BOOKMARK, and the decoded object."""
 

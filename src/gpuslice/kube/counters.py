@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from gpuslice.records import record
+
 
 class ApiStats(Protocol):
     """What a metrics endpoint reads: counts since the process started."""
@@ -15,7 +17,7 @@ class ApiStats(Protocol):
     def snapshot(self) -> ApiSnapshot: ...
 
 
-@dataclass(frozen=True)
+@record
 class ApiSnapshot:
     requests: int
     retries: int

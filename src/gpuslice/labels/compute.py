@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpuslice.config import Config, effective_sharing
 from gpuslice.gpu import Node
 from gpuslice.labels.dynamic_profiles import dynamic_mig_labels
 from gpuslice.labels.isolation import gpuslice_labels
 from gpuslice.labels.names import NVIDIA_PREFIX, TIMESTAMP_LABEL, validate_labels
 from gpuslice.labels.nvidia import nvidia_labels
+from gpuslice.records import record
 
 
-@dataclass(frozen=True)
+@record
 class LabelSet:
     """Labels (key -> value) plus the warnings a labeller should log."""
 

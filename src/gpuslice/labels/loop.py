@@ -6,17 +6,17 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gpuslice.config import Config
 from gpuslice.gpu import Node
 from gpuslice.labels.compute import compute_label_set
 from gpuslice.labels.sinks import LabelSink
+from gpuslice.records import record
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@record
 class LabellerSettings:
     """Everything one labelling pass needs; rebuilt from files, environment and flags on every reload."""
 

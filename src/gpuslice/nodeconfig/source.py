@@ -7,6 +7,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from gpuslice.records import record
+
 EventKind = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
 
 
@@ -18,7 +20,7 @@ class WatchExpired(NodeSourceError):
     """410 Gone: the resource version the watch resumed from is too old; get the node again, then watch."""
 
 
-@dataclass(frozen=True)
+@record
 class NodeState:
     """A Node as a GET returns it: its labels and the resource version to watch from."""
 
@@ -26,7 +28,7 @@ class NodeState:
     resource_version: str
 
 
-@dataclass(frozen=True)
+@record
 class NodeEvent:
     """One watch event; a BOOKMARK carries only a newer resource version (labels None)."""
 
