@@ -155,9 +155,28 @@ sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 2}]}}
 """
 
 
-def test_a_plugin_with_a_valid_config_file_never_loads_pydantic(workdir: Path) -> None:
+# the same settings in block style, as a ConfigMap's file usually is: read without PyYAML (fsutil.plain_yaml)
+BLOCK_CONFIG_FILE = """\
+version: v1
+flags:
+  migStrategy: none
+  plugin:
+    deviceListStrategy: [envvar]
+    passDeviceSpecs: false
+  gfd:
+    sleepInterval: 60s
+sharing:
+  timeSlicing:
+    resources:
+      - name: nvidia.com/gpu
+        replicas: 2
+"""
+
+
+def imported_by_a_start_with(workdir: Path, text: str) -> list[str]:
+    """The modules a real plugin start with this config file loads, up to serving its GPUs."""
     config = workdir / "config.yaml"
-    config.write_text(CONFIG_FILE)
+    config.write_text(text)
     with MockKubelet(workdir, checkpoint_enabled=False) as kubelet:
         args = ["--backend", "fake", "--node-spec", "preset:h100x4", "--kubelet-socket", str(kubelet.socket_path)]
         process = subprocess.Popen(
@@ -172,9 +191,19 @@ def test_a_plugin_with_a_valid_config_file_never_loads_pydantic(workdir: Path) -
         finally:
             code, err = finish(process, signal.SIGTERM)
     assert code == 0, err[-2000:]
-    imported = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", err, flags=re.MULTILINE)
-    assert "yaml" in imported and "gpuslice.config.direct" in imported
+    return re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", err, flags=re.MULTILINE)
+
+
+def test_a_plugin_with_a_valid_config_file_never_loads_pydantic(workdir: Path) -> None:
+    imported = imported_by_a_start_with(workdir, CONFIG_FILE)
+    assert "yaml" in imported and "gpuslice.config.direct" in imported  # flow style: PyYAML reads it
     assert offending(imported, NOT_ON_CONFIG_FILE_PLUGIN_PATH) == []
+
+
+def test_a_plugin_with_a_plain_block_config_file_never_loads_pyyaml(workdir: Path) -> None:
+    imported = imported_by_a_start_with(workdir, BLOCK_CONFIG_FILE)
+    assert "gpuslice.fsutil.plain_yaml" in imported and "gpuslice.config.direct" in imported
+    assert offending(imported, (*NOT_ON_CONFIG_FILE_PLUGIN_PATH, "yaml")) == []
 
 
 # `gpuslice dra` registers with the kubelet before it needs the API client (made on the first API call, on

@@ -10,6 +10,7 @@ from gpuslice.config.direct import read_direct
 from gpuslice.config.limits import MAX_CONFIG_BYTES
 from gpuslice.config.model import Config
 from gpuslice.config.rules import describe_value
+from gpuslice.fsutil.plain_yaml import read_plain_yaml
 from gpuslice.fsutil.textread import InputFileError, read_bounded_text
 from gpuslice.records import record
 
@@ -43,6 +44,13 @@ def load_config(path: str | Path | None) -> LoadedConfig:
 
 def parse_config_text(text: str, source: str = "<config>") -> LoadedConfig:
     """Parse YAML (JSON is YAML) text into a LoadedConfig."""
+    # A plain file that the direct reader takes is read without PyYAML (fsutil.plain_yaml says why); anything
+    # else, and every error, goes the whole way: PyYAML's nodes give the error messages their line numbers.
+    plain, data = read_plain_yaml(text)
+    if plain and (data is None or isinstance(data, dict)):
+        read = read_direct(data or {})
+        if read is not None:
+            return _loaded(read, source)
     import yaml  # only a config file needs the parser: the default (no file) path starts without it
 
     from gpuslice.fsutil.safe_yaml import UnsafeYaml, load_yaml
@@ -72,6 +80,10 @@ def parse_config_mapping(data: Mapping[str, Any], source: str = "<config>", node
     read = read_direct(data)
     if read is None:
         read = _read_with_schema(data, source, node)
+    return _loaded(read, source)
+
+
+def _loaded(read: tuple[Config, tuple[str, ...]], source: str) -> LoadedConfig:
     config, unknown = read
     warnings = tuple(f"{source}: unknown key {key!r} ignored" for key in unknown)
     return LoadedConfig(config, warnings, source)
