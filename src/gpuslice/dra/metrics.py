@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING
 from gpuslice.dra.claims import ClaimRef
 from gpuslice.dra.contract import ClaimDriver, DeviceAnswer
 from gpuslice.dra.counters import METRIC_PREFIX
+from gpuslice.node.histogram import Histogram
 from gpuslice.records import record
 
 if TYPE_CHECKING:
@@ -36,17 +36,6 @@ class PluginState:
     registered: bool
 
 
-class _Histogram:
-    """Bucket counts (not cumulative; the last is +Inf), count, sum and creation time of one call."""
-
-    __slots__ = ("buckets", "created", "total")
-
-    def __init__(self) -> None:
-        self.buckets = [0] * (len(CALL_BUCKETS) + 1)
-        self.total = 0.0
-        self.created = time.time()
-
-
 class DraMetrics:
     """Every metric of one `gpuslice dra` process; made only when a metrics port is asked for.
 
@@ -63,7 +52,7 @@ class DraMetrics:
         self._api_stats = api_stats  # None: the process's counters (gpuslice.kube.API_COUNTERS)
         self._lock = threading.Lock()
         self._calls: dict[tuple[str, str], list[float]] = {}  # (call, outcome) -> [count, created]
-        self._latency: dict[str, _Histogram] = {}
+        self._latency: dict[str, Histogram] = {}
         self._registry: CollectorRegistry | None = None
         self._made = threading.Lock()  # apart from _lock: registering the collector reads the values once
         self._state: Callable[[], PluginState] | None = None
@@ -100,9 +89,8 @@ class DraMetrics:
                 cell[0] += 1
             histogram = self._latency.get(call)
             if histogram is None:
-                histogram = self._latency[call] = _Histogram()
-            histogram.buckets[bisect.bisect_left(CALL_BUCKETS, seconds)] += 1
-            histogram.total += seconds
+                histogram = self._latency[call] = Histogram(CALL_BUCKETS)
+            histogram.observe(seconds)
 
     def render(self) -> bytes:
         from prometheus_client import generate_latest
@@ -116,7 +104,7 @@ class DraMetrics:
 
         with self._lock:
             calls = {labels: list(cell) for labels, cell in self._calls.items()}
-            latency = {call: (list(h.buckets), h.total, h.created) for call, h in self._latency.items()}
+            latency = {call: h.snapshot() for call, h in self._latency.items()}
         counter = CounterMetricFamily(
             _CALLS,
             "Claims the kubelet asked to prepare or unprepare, by outcome (ok, error)",
@@ -130,13 +118,9 @@ class DraMetrics:
             "Time to prepare or unprepare one claim (its claim read is done before, for the whole call at once)",
             labels=["call"],
         )
-        for call, (buckets, total, created) in sorted(latency.items()):
-            cumulative, rows = 0, []
-            for bound, count in zip((*CALL_BUCKETS, float("inf")), buckets, strict=True):
-                cumulative += count
-                rows.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
-            histogram.add_metric([call], rows, total)
-            histogram.add_sample(f"{_LATENCY}_created", {"call": call}, created)
+        for call, counts in sorted(latency.items()):
+            histogram.add_metric([call], counts.cumulative(), counts.total)
+            histogram.add_sample(f"{_LATENCY}_created", {"call": call}, counts.created)
         yield histogram
         if self._state is None:
             return

@@ -13,7 +13,9 @@ from typing import Any
 # with PyYAML as before. So what it returns is what `yaml.safe_load` returns for the same text
 # (tests/fsutil/test_plain_yaml.py holds the two side by side, on generated and on every shipped document).
 
-MAX_DEPTH = 100  # as fsutil.safe_yaml: deeper documents go to PyYAML, which refuses them with its message
+# PyYAML's composer recurses once per level, and the interpreter's stack gives out near 1,000: both readers
+# stop here (a deeper document goes to PyYAML, whose reader, fsutil.safe_yaml, refuses it with its message).
+MAX_DEPTH = 100
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
 # A plain scalar PyYAML 1.1 resolves to a string: it starts with a letter, '_' or '/' (no number, null, bool

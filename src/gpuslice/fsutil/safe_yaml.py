@@ -6,13 +6,13 @@ from typing import Any
 
 import yaml
 
+from gpuslice.fsutil.plain_yaml import MAX_DEPTH  # one depth limit for both readers
+
 # An alias is a pointer, so a few kilobytes of nested aliases (the "billion laughs") describe billions of
 # nodes; anything that walks the result (validation, copying) then explodes. Counting the nodes the
 # document stands for, aliases expanded, in one flat pass over the events refuses that at once.
 # 100,000 is far above any config or node spec (the largest have a few thousand) and far below a bomb.
 MAX_EXPANDED_NODES = 100_000
-# PyYAML's composer recurses once per level; the interpreter's stack gives out near 1,000.
-MAX_DEPTH = 100
 
 # libyaml's parser when PyYAML was built with it (the wheels are): ten times faster on a large hostile file.
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

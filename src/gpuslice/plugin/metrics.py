@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import bisect
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from gpuslice.allocation import AllocationError
+from gpuslice.node.histogram import Histogram
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -37,18 +37,6 @@ _COUNTERS = (
 )
 
 
-class _Histogram:
-    """Bucket counts (not cumulative), count, sum and creation time of one label set."""
-
-    __slots__ = ("buckets", "count", "created", "total")
-
-    def __init__(self) -> None:
-        self.buckets = [0] * (len(ALLOCATE_BUCKETS) + 1)  # the last one is +Inf
-        self.count = 0
-        self.total = 0.0
-        self.created = time.time()
-
-
 class PluginMetrics:
     """Every metric of one plugin process. It is the plugin's PluginObserver (allocations) and
     HealthObserver (events), and the lifecycle reports registrations to it.
@@ -66,7 +54,7 @@ class PluginMetrics:
         for name, _, labels in _COUNTERS:
             if not labels:  # an unlabelled counter exists (at 0) from the start, as Prometheus' own does
                 self._counters[name][()] = [0, time.time()]
-        self._latency: dict[str, _Histogram] = {}
+        self._latency: dict[str, Histogram] = {}
         self._device_counts: DeviceCounts | None = None
         self._stream_counts: StreamCounts | None = None
         self._registry: CollectorRegistry | None = None
@@ -111,10 +99,8 @@ class PluginMetrics:
                 cell[0] += containers
             histogram = self._latency.get(resource)
             if histogram is None:
-                histogram = self._latency[resource] = _Histogram()
-            histogram.buckets[bisect.bisect_left(ALLOCATE_BUCKETS, seconds)] += 1
-            histogram.count += 1
-            histogram.total += seconds
+                histogram = self._latency[resource] = Histogram(ALLOCATE_BUCKETS)
+            histogram.observe(seconds)
 
     def allocation_failed(self, resource: str, error: AllocationError) -> None:
         self._count("allocation_errors", (resource, type(error).__name__))
@@ -152,7 +138,7 @@ class PluginMetrics:
             counters = {
                 name: {labels: list(cell) for labels, cell in cells.items()} for name, cells in self._counters.items()
             }
-            latency = {resource: (list(h.buckets), h.total, h.created) for resource, h in self._latency.items()}
+            latency = {resource: h.snapshot() for resource, h in self._latency.items()}
         found: list[Metric] = []
         for name, text, labels in _COUNTERS:
             family = CounterMetricFamily(f"{PREFIX}_{name}", text, labels=list(labels))
@@ -161,13 +147,9 @@ class PluginMetrics:
             found.append(family)
             if name == "allocation_errors":  # the latency histogram sits here in the exposition, as before
                 histogram = HistogramMetricFamily(f"{PREFIX}_allocate_seconds", "Allocate latency", labels=["resource"])
-                for resource, (buckets, total, created) in sorted(latency.items()):
-                    cumulative, rows = 0, []
-                    for bound, count in zip((*ALLOCATE_BUCKETS, float("inf")), buckets, strict=True):
-                        cumulative += count
-                        rows.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
-                    histogram.add_metric([resource], rows, total)
-                    histogram.add_sample(f"{PREFIX}_allocate_seconds_created", {"resource": resource}, created)
+                for resource, counts in sorted(latency.items()):
+                    histogram.add_metric([resource], counts.cumulative(), counts.total)
+                    histogram.add_sample(f"{PREFIX}_allocate_seconds_created", {"resource": resource}, counts.created)
                 found.append(histogram)
         gauge = GaugeMetricFamily(f"{PREFIX}_list_and_watch_streams", "Open ListAndWatch streams", labels=["resource"])
         streams = self._stream_counts() if self._stream_counts is not None else {}
