@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -36,6 +37,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for package in ONE_WORKER_PACKAGES:
             if item.nodeid.startswith(package):
                 item.add_marker(pytest.mark.xdist_group(package.strip("/").replace("/", "-")))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--dist loadgroup that keeps ONE_WORKER_PACKAGES together: xdist 3.8 groups by a suffix it writes into
+    item._nodeid, which pytest 9 no longer reads (a node id is built from item._id), so its own grouping
+    splits every package over all workers and each worker makes the session fixtures again. Optional: `-p
+    no:xdist` runs without this hook."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class PackageGroups(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            for package in ONE_WORKER_PACKAGES:
+                if nodeid.startswith(package):
+                    return package
+            return super()._split_scope(nodeid)
+
+    return PackageGroups(config, log)
 
 
 @pytest.fixture
