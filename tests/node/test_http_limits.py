@@ -37,6 +37,14 @@ def connect(server: MetricsServer, data: bytes = HALF_SENT, client: str = "127.0
     return conn
 
 
+def wait_open(server: MetricsServer, count: int) -> None:
+    """Until the server holds `count` connections (it takes them on its own thread): no fixed sleep."""
+    deadline = time.monotonic() + 5
+    while server.http.open_connections < count and time.monotonic() < deadline:
+        time.sleep(0.002)
+    assert server.http.open_connections == count
+
+
 def answer(conn: socket.socket) -> bytes:
     """Everything the server sends until it closes the connection."""
     chunks = []
@@ -77,7 +85,7 @@ def test_a_client_trickling_bytes_is_dropped_at_the_deadline(server: MetricsServ
 
 def test_connections_over_the_cap_are_refused_at_once(server: MetricsServer) -> None:
     held = [connect(server, client=f"127.0.0.{2 + n % 2}") for n in range(8)]
-    time.sleep(0.1)
+    wait_open(server, 8)
     started = time.monotonic()
     assert answer(connect(server, b"", client="127.0.0.4")).startswith(b"HTTP/1.1 503 ")
     assert time.monotonic() - started < TIMEOUT_S, "refused, not queued"
@@ -88,7 +96,7 @@ def test_connections_over_the_cap_are_refused_at_once(server: MetricsServer) -> 
 
 def test_one_client_cannot_take_every_slot(server: MetricsServer) -> None:
     held = [connect(server, client="127.0.0.2") for _ in range(6)]
-    time.sleep(0.1)
+    wait_open(server, 6)
     assert answer(connect(server, b"", client="127.0.0.2")).startswith(b"HTTP/1.1 503 ")
     reply = answer(connect(server, b"GET /healthz HTTP/1.1\r\n\r\n", client="127.0.0.3"))
     assert reply.startswith(b"HTTP/1.1 200 "), "another client (the kubelet's probe) still gets in"

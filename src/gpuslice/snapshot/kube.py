@@ -9,7 +9,7 @@ from gpuslice.kube import DeadlineExceeded, KubeClient, KubeError, Limits, NoCon
 from gpuslice.kube.client import MiB
 from gpuslice.kube.deadline import until
 from gpuslice.kube.resources import typed_resource
-from gpuslice.snapshot.source import DEFAULT_PAGE_SIZE, MAX_OBJECTS, Kind, SnapshotError, check_count
+from gpuslice.snapshot.source import DEFAULT_PAGE_SIZE, MAX_OBJECTS, DeadlinePassed, Kind, SnapshotError, check_count
 
 # DRA's API versions, newest first: a cluster serves one or more of them (v1 from Kubernetes 1.34).
 DRA_VERSIONS = ("resource_v1", "resource_v1beta2", "resource_v1beta1")
@@ -50,7 +50,7 @@ class LightkubeReader:
         namespace = ALL_NAMESPACES if kind in ("pods", "resourceclaims") else None
         max_pages = MAX_OBJECTS[kind] // self._page_size + 2
         if time.monotonic() > deadline:
-            raise SnapshotError(f"listing {kind} passed the deadline")
+            raise DeadlinePassed(f"listing {kind} passed the deadline")
         try:
             # Every page, and every byte of it, ends just after the read's total deadline: read_cluster
             # reports the deadline itself, and this thread cannot outlive it by more than the slack.
@@ -59,7 +59,7 @@ class LightkubeReader:
                     resource, namespace=namespace, page_size=self._page_size, max_pages=max_pages, what=f"list {kind}"
                 )
         except DeadlineExceeded:
-            raise SnapshotError(f"listing {kind} passed the deadline") from None
+            raise DeadlinePassed(f"listing {kind} passed the deadline") from None
         except TooManyPages:
             raise SnapshotError(f"listing {kind}: the API server sent more than {max_pages} pages") from None
         except KubeError as exc:

@@ -24,6 +24,10 @@ class SnapshotError(Exception):
     """The cluster could not be read (unreachable, refused, over a limit, too slow): one line for the user."""
 
 
+class DeadlinePassed(SnapshotError):
+    """A reader saw the total deadline pass; read_cluster says so in the one wording a slow server gets."""
+
+
 class ClusterReader(Protocol):
     """Lists one kind of object as plain Kubernetes JSON (dicts), every page of it.
 
@@ -76,9 +80,13 @@ def read_cluster(reader: ClusterReader, deadline_s: float = DEFAULT_DEADLINE_S) 
     worker = threading.Thread(target=read, name="snapshot-read", daemon=True)
     worker.start()
     worker.join(max(0.0, deadline - time.monotonic()) + 0.05)
+    too_slow = f"reading the cluster took longer than the deadline of {deadline_s:g} s"
     if worker.is_alive():
-        raise SnapshotError(f"reading the cluster took longer than the deadline of {deadline_s:g} s")
+        raise SnapshotError(too_slow)
     if failure:
+        # the reader may notice the deadline just before this thread does: the same error either way
+        if isinstance(failure[0], DeadlinePassed):
+            raise SnapshotError(f"{too_slow} ({failure[0]})") from failure[0]
         if isinstance(failure[0], SnapshotError):
             raise failure[0]
         raise SnapshotError(f"reading the cluster failed: {type(failure[0]).__name__}: {failure[0]}") from failure[0]
@@ -112,7 +120,7 @@ class MemoryReader:
         out: list[dict[str, Any]] = []
         for start in range(0, max(len(items), 1), self.page_size):
             if time.monotonic() > deadline:
-                raise SnapshotError(f"listing {kind} passed the deadline")
+                raise DeadlinePassed(f"listing {kind} passed the deadline")
             self.pages[kind] = self.pages.get(kind, 0) + 1
             out.extend(items[start : start + self.page_size])
             check_count(kind, len(out))
