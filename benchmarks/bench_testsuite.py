@@ -15,6 +15,9 @@ from benchmarks.figures import Figure
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 GOAL_X = 0.5  # issue 28: make test at most half of the serial checks' wall time
+# Issue 28's own measure: `make test` took 3:32 (212 s, the fastest of its runs) on this 2-CPU machine; half.
+ISSUE_MAKE_TEST_S = 212.0
+GOAL_S = ISSUE_MAKE_TEST_S / 2
 # What `make test` ran before: each check in turn, then pytest in one process (-p no:xdist keeps it there).
 SERIAL = (
     [str(BIN / "ruff"), "check", "src", "tests", "benchmarks", "tools"],
@@ -50,7 +53,7 @@ def main() -> list[Figure]:
     print(f"before (checks in turn, pytest on one CPU): {serial_s:6.1f} s  load {serial_load:.2f}  {serial_tail}")
     print(f"make test (checks at once, pytest -n):      {parallel_s:6.1f} s  load {parallel_load:.2f}  {parallel_tail}")
     return [
-        Figure("make test, wall", parallel_s, "s", note="informational"),
+        Figure("make test, wall", parallel_s, "s", GOAL_S, note=f"issue 28: half of its {ISSUE_MAKE_TEST_S:.0f} s"),
         Figure("the same checks in turn, pytest serial", serial_s, "s", note="informational"),
         Figure("make test / checks in turn", parallel_s / serial_s, "x", GOAL_X, note="same run"),
     ]
