@@ -32,19 +32,12 @@ def _config_readers_agree() -> Iterator[None]:
 ONE_WORKER_PACKAGES = ("tests/fgd/", "tests/deploy/")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        for package in ONE_WORKER_PACKAGES:
-            if item.nodeid.startswith(package):
-                item.add_marker(pytest.mark.xdist_group(package.strip("/").replace("/", "-")))
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """--dist loadgroup that keeps ONE_WORKER_PACKAGES together: xdist 3.8 groups by a suffix it writes into
-    item._nodeid, which pytest 9 no longer reads (a node id is built from item._id), so its own grouping
-    splits every package over all workers and each worker makes the session fixtures again. Optional: `-p
-    no:xdist` runs without this hook."""
+    """--dist loadgroup that keeps ONE_WORKER_PACKAGES together, by node id: xdist 3.8 groups by a suffix
+    it writes into item._nodeid, which pytest 9 no longer reads (a node id is built from item._id), so its own
+    grouping split every package over all workers and each worker made the session fixtures again.
+    Optional: `-p no:xdist` runs without this hook."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadGroupScheduling

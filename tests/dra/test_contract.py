@@ -14,6 +14,7 @@ from gpuslice.dra import DraApp, DraSettings, DraSetup, InMemoryResourceApi, pre
 from gpuslice.dra.checkpoint import PreparedDevice
 from gpuslice.dra.claims import ClaimPrepareError, ClaimRef
 from gpuslice.dra.driver import GpuDriver
+from gpuslice.dra.health_service import ResourceHealthService
 from gpuslice.dra.kubelet_plugin import KubeletPlugin
 from gpuslice.gpu import Node
 from gpuslice.sharing import HealthStore
@@ -150,7 +151,8 @@ def served(workdir: Path) -> Iterator[tuple[KubeletPlugin, TableDriver]]:
     answer = PreparedDevice(("gpu",), "node-a", "dev-0", ("example.com/claim=u1-dev-0",))
     driver = TableDriver({"u1": (answer,)})
     settings = DraSettings(registry_dir=workdir / "reg", plugins_dir=workdir / "plugins")
-    plugin = KubeletPlugin(settings, InMemoryResourceApi(), driver, "node-a", (), HealthStore(Node("node-a", ())))
+    pool = ResourceHealthService("node-a", (), HealthStore(Node("node-a", ())))
+    plugin = KubeletPlugin(settings, InMemoryResourceApi(), driver, pool)
     plugin.start()
     try:
         yield plugin, driver

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Unpack
 from gpuslice.dra.api import ResourceApi
 from gpuslice.dra.contract import ClaimDriver
 from gpuslice.dra.driver import GpuDriver, HardwareControls
+from gpuslice.dra.health_service import ResourceHealthService
 from gpuslice.dra.kubelet_plugin import KubeletPlugin
 from gpuslice.dra.settings import DraSettings
 from gpuslice.dra.setup import DraSetup
@@ -49,9 +50,8 @@ class DraApp:
 
             self.metrics = DraMetrics()
             served = MeteredDriver(self.driver, self.metrics)
-        self.plugin = KubeletPlugin(
-            settings, api, served, setup.node.name, setup.devices, self.driver.health, self.driver.reads
-        )
+        pool = ResourceHealthService(setup.node.name, setup.devices, self.driver.health)
+        self.plugin = KubeletPlugin(settings, api, served, pool, self.driver.reads)
         if self.metrics is not None:
             self.metrics.watch(
                 self._state, lambda: self.plugin.slices.counters.registry if self.plugin.slices else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpuslice.dra.devices import DraDevice
@@ -14,21 +15,15 @@ from gpuslice.wire import drahealth_grpc, drahealth_pb2
 _RECHECK_S = 1.0  # how often a quiet stream checks that its client is still there
 
 
+@dataclass(eq=False)
 class ResourceHealthService:
     """NodeWatchResources: the complete list of the pool's devices first, then again after every change."""
 
-    def __init__(
-        self,
-        pool: str,
-        devices: Sequence[DraDevice],
-        store: HealthStore,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.pool = pool
-        self.devices = devices
-        self.store = store
-        self.clock = clock
-        self.stopping = threading.Event()
+    pool: str
+    devices: Sequence[DraDevice]
+    store: HealthStore
+    clock: Callable[[], float] = time.time
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def _snapshot(self) -> list[tuple[str, bool]]:
         return [(device.name, self.store.is_healthy(device.advertised)) for device in self.devices]

@@ -17,7 +17,6 @@ from gpuslice.dra.service import RegistrationService, add_node_services, add_reg
 from gpuslice.dra.settings import DraSettings
 from gpuslice.dra.slices import PoolSpec
 from gpuslice.dra.sockets import UnixServer, serve
-from gpuslice.sharing import HealthStore
 
 log = logging.getLogger("gpuslice.dra")
 
@@ -36,8 +35,8 @@ class KubeletPlugin:
     It owns what every DRA driver needs alike: the DRA node service (v1 and v1beta1) and the health
     stream on dra.sock, the registration socket (served again if it vanishes), and the node's
     ResourceSlices, which list the pool's healthy devices and are republished when health changes or
-    the kubelet registers us again. It knows nothing of GPUs: the driver prepares, and `health` says
-    which of `devices` are offered.
+    the kubelet registers us again. It knows nothing of GPUs: the driver prepares, and the pool (a
+    ResourceHealthService: its name, devices and their health) says which devices are offered.
 
     Start order: dra.sock, then the registration socket, so the kubelet never reaches a plugin that cannot
     answer yet, then slice publishing (on a thread of its own: the start never waits for the API server),
@@ -52,17 +51,12 @@ class KubeletPlugin:
         settings: DraSettings,
         api: ResourceApi,
         driver: ClaimDriver,
-        pool_name: str,
-        devices: Sequence[DraDevice],
-        health: HealthStore,
+        pool: ResourceHealthService,
         reads: ClaimReads | None = None,
     ) -> None:
-        self.settings = settings
-        self.reads = reads
-        self.api = api
-        self.driver = driver
+        self.settings, self.api, self.driver, self.reads = settings, api, driver, reads
         # the pool (its name, devices and their health) is the health service's; the plumbing reads it there
-        self.health_service = ResourceHealthService(pool_name, devices, health)
+        self.health_service = pool
         self.registration = RegistrationService(settings.driver, str(settings.dra_socket), self._registered)
         self.slices: SliceController | None = None
         self._node_server: UnixServer | None = None

@@ -76,12 +76,10 @@ def _is_item(content: str) -> bool:
 def _mapping(lines: list[Line], at: int, indent: int, depth: int) -> tuple[dict[str, Any], int]:
     mapping: dict[str, Any] = {}
     while at < len(lines) and lines[at][0] == indent and not _is_item(lines[at][1]):
-        key, colon, rest = lines[at][1].partition(":")
-        if not colon or not _KEY.fullmatch(key) or key in _BOOLS or key in _NULLS or key in mapping:
+        entry = _entry(lines[at][1])
+        if entry is None or entry[0] in mapping:
             raise _NotPlain
-        if rest and not rest.startswith(" "):
-            raise _NotPlain  # "a:b" is one plain scalar to YAML, not a key
-        rest = rest.strip(" ")
+        key, rest = entry
         at += 1
         if rest:
             mapping[key] = _scalar_or_flow(rest)
@@ -108,7 +106,7 @@ def _sequence(lines: list[Line], at: int, indent: int, depth: int) -> tuple[list
                 items.append(None)
             continue
         column = indent + 1 + len(rest) - len(inner)
-        if _is_item(inner) or _looks_like_entry(inner):
+        if _is_item(inner) or _entry(inner) is not None:
             # "- name: x" opens a mapping (or "- - x" a sequence) whose first line starts at the text's column
             lines[at] = (column, inner, lines[at][2])
             value, at = _block(lines, at, column, depth + 1)
@@ -121,9 +119,14 @@ def _sequence(lines: list[Line], at: int, indent: int, depth: int) -> tuple[list
     return items, at
 
 
-def _looks_like_entry(content: str) -> bool:
+def _entry(content: str) -> tuple[str, str] | None:
+    """(key, the text after it) of a `key: value` line whose key is a plain string to YAML, else None."""
     key, colon, rest = content.partition(":")
-    return bool(colon) and (not rest or rest.startswith(" ")) and _KEY.fullmatch(key) is not None
+    if not colon or (rest and not rest.startswith(" ")):  # "a:b" is one plain scalar to YAML, not a key
+        return None
+    if not _KEY.fullmatch(key) or key in _BOOLS or key in _NULLS:
+        return None
+    return key, rest.strip(" ")
 
 
 def _scalar_or_flow(text: str) -> Any:
