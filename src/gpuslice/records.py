@@ -14,18 +14,15 @@ _T = TypeVar("_T")
 # Why not @dataclass(frozen=True): on Python 3.11 it compiles six methods for every class (__init__,
 # __repr__, __eq__, __hash__, __setattr__, __delattr__, and four more with order=True), each through its own
 # exec(): about 0.4 ms a class, and the plugin's start builds some sixty, a fifth of the time it takes to
-# register. A record compiles only its __init__ (the one method whose code depends on the fields); the others
-# are the functions below, read once from this module's bytecode and told the fields by the class. Behaviour
-# is a frozen dataclass's: `dataclasses.fields`, `replace`, `asdict`, pickling and `__match_args__` work as
-# they do for one; equality, ordering, hashing and repr give the same results; assigning or deleting an
-# attribute raises FrozenInstanceError (tests/house/test_records.py holds the two side by side). The price:
-# making an instance takes about twice as long (1.3 against 0.6 us for six fields), which is why the
-# simulator's hot loops keep plain frozen dataclasses.
-#
-# The guard: the generated (non-frozen) __init__ sets each field once through __setattr__, so a field may be
-# set while it has no value yet and never again; every field has a value once __init__ returns (a field
-# declared init=False must have a default, which __init__ sets too). Any other name is refused, as it is on a
-# frozen dataclass. (__post_init__ may set fields with object.__setattr__, as on a frozen dataclass.)
+# register. A record compiles only its __init__ (the one method whose code depends on the fields), and only
+# when the class is first used: most of the classes a process defines are never made before it serves, and
+# many never. The other methods are the functions below, read once from this module's bytecode and told the
+# fields by the class. Behaviour is a frozen dataclass's: `dataclasses.fields`, `replace`, `asdict`,
+# pickling, `inspect.signature` and `__match_args__` work as they do for one; equality, ordering, hashing and
+# repr give the same results; assigning or deleting an attribute raises FrozenInstanceError; a field without
+# a default after one with a default is refused when the class is made (tests/house/test_records.py holds
+# the two side by side). The __init__ is the one a frozen dataclass has: each field set with
+# object.__setattr__, so making an instance costs the same.
 
 
 def _tuple_of(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
@@ -76,13 +73,80 @@ def _repr(self: Any) -> str:
 
 
 def _setattr(self: Any, name: str, value: Any) -> None:
-    if name in self.__dict__ or name not in self.__class__._record_fields:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
-    object.__setattr__(self, name, value)
+    raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
 
 
 def _delattr(self: Any, name: str) -> None:
     raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+def _init_of(cls: Any) -> Callable[..., None]:
+    """The __init__ a frozen dataclass of `cls`'s fields has, compiled now and set on `cls`."""
+    namespace: dict[str, Any] = {"__name__": cls.__module__, "_set": object.__setattr__, "_MISSING": _MISSING}
+    positional: list[str] = []
+    keywords: list[str] = []
+    body: list[str] = []
+    annotations: dict[str, Any] = {}
+    for field in dataclasses.fields(cls):
+        name = field.name
+        if field.default_factory is not dataclasses.MISSING:
+            namespace[f"_factory_{name}"] = field.default_factory
+            made = f"_factory_{name}()"
+            value = f"{made} if {name} is _MISSING else {name}" if field.init else made
+            parameter = f"{name}=_MISSING"
+        elif field.default is not dataclasses.MISSING:
+            namespace[f"_default_{name}"] = field.default
+            value = name if field.init else f"_default_{name}"
+            parameter = f"{name}=_default_{name}"
+        else:  # init=False fields always have a default (_make_record checks)
+            value = parameter = name
+        if field.init:
+            (keywords if field.kw_only else positional).append(parameter)
+            annotations[name] = field.type
+        body.append(f"    _set(__record_self__, {name!r}, {value})")
+    if hasattr(cls, "__post_init__"):
+        body.append("    __record_self__.__post_init__()")
+    parameters = ", ".join(["__record_self__", *positional, *(["*", *keywords] if keywords else [])])
+    exec(f"def __init__({parameters}):\n" + ("\n".join(body) or "    pass"), namespace)
+    init: Callable[..., None] = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__annotations__ = {**annotations, "return": None}
+    cls.__init__ = init
+    return init
+
+
+class _MissingType:
+    """The default of a factory field's parameter: no value was given, so the factory makes one."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_MISSING = _MissingType()
+
+
+class _LazyInit:
+    """A record's __init__ until the class is first used (made, or its signature read): then the real one."""
+
+    def __init__(self, owner: type) -> None:
+        self._owner = owner
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        init = _init_of(self._owner)
+        return init if instance is None else init.__get__(instance, owner)
+
+
+def _check_order(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> None:
+    """dataclass()'s rule, checked when the class is made: a positional field without a default may not follow
+    one with a default."""
+    defaulted = False
+    for field in fields:
+        if not field.init or field.kw_only:
+            continue
+        has_default = field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING
+        if defaulted and not has_default:
+            raise TypeError(f"non-default argument {field.name!r} follows default argument")
+        defaulted = defaulted or has_default
 
 
 def _make_record(cls: type[_T], kw_only: bool, order: bool) -> type[_T]:
@@ -93,14 +157,15 @@ def _make_record(cls: type[_T], kw_only: bool, order: bool) -> type[_T]:
     for method in ("__setattr__", "__delattr__", *(_ORDER if order else ())):
         if method in own:
             raise TypeError(f"Cannot overwrite attribute {method} in class {cls.__name__}")
-    made = dataclasses.dataclass(cls, eq=False, repr=False, kw_only=kw_only)
+    made = dataclasses.dataclass(cls, init=False, eq=False, repr=False, kw_only=kw_only)
     spec: Any = made  # the class, told its fields under names the shared functions read
     fields = dataclasses.fields(spec)
     for field in fields:
         unset = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
         if not field.init and unset:
             raise TypeError(f"{cls.__name__}.{field.name}: a record field with init=False needs a default")
-    spec._record_fields = frozenset(field.name for field in fields)
+    _check_order(cls, fields)
+    spec.__init__ = _LazyInit(spec)
     spec._record_compared = _tuple_of(tuple(f.name for f in fields if f.compare))
     spec._record_hashed = _tuple_of(tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)))
     spec._record_shown = tuple(f.name for f in fields if f.repr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import operator
 import pickle
 from collections.abc import Callable
@@ -214,3 +215,39 @@ def test_order_is_a_frozen_dataclass_s() -> None:
     assert sorted([ours("b"), ours("a")]) == [ours("a"), ours("b")]
     with pytest.raises(TypeError):
         _ = ours("a") < theirs("a")
+
+
+def test_the_signature_is_a_frozen_dataclass_s_before_and_after_first_use() -> None:
+    ours, theirs = _pair()
+    assert "__init__" in ours.__dict__ and not inspect.isfunction(ours.__dict__["__init__"])  # not built yet
+    # reading it builds the __init__ (a factory's default is our own marker, shown as dataclass() shows its own)
+    assert str(inspect.signature(ours)) == str(inspect.signature(theirs))
+    assert inspect.isfunction(ours.__dict__["__init__"])
+    built = ours.__dict__["__init__"]
+    ours("a")
+    assert ours.__dict__["__init__"] is built  # built once
+    kw_ours, kw_theirs = _pair(kw_only=True)
+    kw_ours(name="a")  # first made, then read
+    assert str(inspect.signature(kw_ours)) == str(inspect.signature(kw_theirs))
+
+
+def test_factory_fields_make_a_fresh_value_each_time_unless_given() -> None:
+    first, second = RECORD("a"), RECORD("a")
+    assert first.extra == {} and first.extra is not second.extra
+    given = {"k": "v"}
+    assert RECORD("a", extra=given).extra is given
+
+
+def test_a_plain_subclass_of_a_record_is_made_by_the_record_s_init() -> None:
+    ours, _ = _pair()
+    plain = type("Plain", (ours,), {})
+    assert plain("a", 2).count == 2 and type(plain("a")) is plain
+
+
+@pytest.mark.parametrize("maker", [record, dataclasses.dataclass(frozen=True)], ids=["record", "dataclass"])
+def test_a_field_without_a_default_after_one_with_is_refused_when_made(maker: Any) -> None:
+    with pytest.raises(TypeError, match="non-default argument 'late' follows default argument"):
+        maker(type("Bad", (), {"__annotations__": {"early": "int", "late": "int"}, "early": 0}))
+    kw_after_default = maker(kw_only=True) if maker is record else dataclasses.dataclass(frozen=True, kw_only=True)
+    made: Any = kw_after_default(type("Fine", (), {"__annotations__": {"early": "int", "late": "int"}, "early": 0}))
+    assert made(late=1).early == 0
