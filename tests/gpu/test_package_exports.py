@@ -1,4 +1,4 @@
-"""`gpuslice.gpu` exports its model and MIG names; the units the simulators share load without them."""
+"""`gpuslice.gpu` exports its model, MIG and UUID names; the units the simulators share load without them."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import subprocess
 import sys
 
 import gpuslice.gpu as gpu_package
-from gpuslice.gpu import mig, model
+from gpuslice.gpu import mig, model, uuids
 
 
 def test_every_exported_name_resolves_to_its_home_module() -> None:
     for name in gpu_package.__all__:
         value = getattr(gpu_package, name)
-        home = mig if hasattr(mig, name) else model
+        home = next(module for module in (mig, uuids, model) if hasattr(module, name) or module is model)
         assert value is getattr(home, name), name
 
 

@@ -21,11 +21,13 @@ HOOK_KEYS = frozenset({"hookName", "path", "args", "env", "timeout"})
 DEVICE_TYPES = frozenset({"b", "c", "u", "p"})
 
 _LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
-_VENDOR = re.compile(rf"{_LABEL}(\.{_LABEL})*")
-_CLASS = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?")
-_DEVICE_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?")
-_SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)")
-_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
+# Patterns as text, compiled by `re` (and cached there) at their first use: compiling them all at import
+# cost every plugin start a few tenths of a millisecond, for checks it may never make.
+_VENDOR = rf"{_LABEL}(\.{_LABEL})*"
+_CLASS = r"[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?"
+_DEVICE_NAME = r"[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?"
+_SEMVER = r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+_ENV = r"[A-Za-z_][A-Za-z0-9_]*=.*"
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -62,7 +64,7 @@ def spec_problems(spec: Any) -> list[str]:
         return ["the spec must be a JSON object"]
     problems = [f"{key}: not a CDI spec field" for key in spec if key not in SPEC_KEYS]
     version = spec.get("cdiVersion")
-    if not isinstance(version, str) or not _SEMVER.fullmatch(version):
+    if not isinstance(version, str) or not re.fullmatch(_SEMVER, version):
         problems.append(f"cdiVersion: expected a semantic version, got {version!r}")
     elif version not in CDI_VERSIONS:
         problems.append(f"cdiVersion: {version} is not a released CDI spec version ({', '.join(CDI_VERSIONS)})")
@@ -82,7 +84,7 @@ def spec_problems(spec: Any) -> list[str]:
             continue
         problems += [f"{where}.{key}: not a CDI device field" for key in device if key not in DEVICE_KEYS]
         name = device.get("name")
-        if not isinstance(name, str) or not _DEVICE_NAME.fullmatch(name):
+        if not isinstance(name, str) or not re.fullmatch(_DEVICE_NAME, name):
             problems.append(f"{where}.name: {name!r} is not a valid CDI device name")
         elif name in seen:
             problems.append(f"{where}.name: {name!r} appears twice")
@@ -103,9 +105,9 @@ def _kind_problems(kind: Any) -> list[str]:
         return [f"kind: expected '<vendor>/<class>', got {kind!r}"]
     vendor, class_name = kind.split("/")
     problems = []
-    if len(vendor) > 253 or not _VENDOR.fullmatch(vendor):
+    if len(vendor) > 253 or not re.fullmatch(_VENDOR, vendor):
         problems.append(f"kind: the vendor {vendor!r} is not a DNS subdomain")
-    if not _CLASS.fullmatch(class_name):
+    if not re.fullmatch(_CLASS, class_name):
         problems.append(f"kind: the class {class_name!r} must be 1-63 of [A-Za-z0-9_.-], alphanumeric at both ends")
     return problems
 
@@ -158,7 +160,7 @@ def _env_problems(env: Any, where: str) -> list[str]:
     return [
         f"{where}[{i}]: expected 'NAME=value', got {entry!r}"
         for i, entry in enumerate(env)
-        if not isinstance(entry, str) or not _ENV.fullmatch(entry)
+        if not isinstance(entry, str) or not re.fullmatch(_ENV, entry, re.DOTALL)
     ]
 
 

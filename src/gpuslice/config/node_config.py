@@ -30,9 +30,11 @@ FallbackStrategy = Literal["named", "single", "empty"]
 FALLBACK_STRATEGIES: tuple[FallbackStrategy, ...] = ("named", "single", "empty")
 DEFAULT_FALLBACK_STRATEGIES: tuple[FallbackStrategy, ...] = ("named", "single")
 
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_CONFIG_NAME = re.compile(r"[-._a-zA-Z0-9]+")  # what a ConfigMap key may be
+# Patterns as text, compiled by `re` (and cached there) at their first use: compiling them all at import
+# cost every plugin start a few tenths of a millisecond, for checks it may never make.
+_LABEL_VALUE = r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
+_DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_CONFIG_NAME = r"[-._a-zA-Z0-9]+"  # what a ConfigMap key may be
 
 
 class NodeConfigError(ValueError):
@@ -91,9 +93,9 @@ def parse_fallbacks(text: str) -> tuple[FallbackStrategy, ...]:
 def check_label_key(key: str) -> None:
     """NODE_LABEL must be a Kubernetes label key: [prefix/]name, prefix a DNS subdomain."""
     prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > MAX_LABEL_PREFIX or not _DNS_SUBDOMAIN.fullmatch(prefix)):
+    if slash and (not prefix or len(prefix) > MAX_LABEL_PREFIX or not re.fullmatch(_DNS_SUBDOMAIN, prefix)):
         raise NodeConfigError(f"NODE_LABEL: {key!r}: the prefix must be a DNS subdomain of at most 253 characters")
-    if not name or len(name) > MAX_LABEL_NAME or not _LABEL_VALUE.fullmatch(name):
+    if not name or len(name) > MAX_LABEL_NAME or not re.fullmatch(_LABEL_VALUE, name):
         raise NodeConfigError(
             f"NODE_LABEL: {key!r}: the name must be 1-63 characters of [A-Za-z0-9-_.], "
             "starting and ending with a letter or digit"
@@ -181,7 +183,7 @@ def _usable(entry: os.DirEntry[str]) -> bool:
 
 
 def _is_config_name(name: str) -> bool:
-    return len(name) <= MAX_CONFIG_NAME and name not in (".", "..") and bool(_CONFIG_NAME.fullmatch(name))
+    return len(name) <= MAX_CONFIG_NAME and name not in (".", "..") and bool(re.fullmatch(_CONFIG_NAME, name))
 
 
 def _shown(value: str) -> str:

@@ -9,6 +9,12 @@ from typing import Protocol
 from gpuslice.discovery.health_file import HealthRecord
 from gpuslice.gpu import MigInstance
 
+# NVML's recovery timing (its Prober's): a probe counts only after a minute without a critical Xid, and a
+# device that stays unhealthy is probed every half minute. Here rather than in discovery.nvml so that the
+# recovery policy's default does not load the NVML package at every start.
+NVML_QUIET_S = 60.0
+NVML_PROBE_INTERVAL_S = 30.0
+
 
 class HealthSource(Protocol):
     """Where health records come from: NVML Xid events, or the fake backend's events file."""

@@ -8,7 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from gpuslice.discovery.capabilities import MigControlError
 from gpuslice.discovery.mig_minors import STANDARD_MIG_MINORS
-from gpuslice.gpu import InvalidMigLayout, MigCatalogue, MigInstance, Node, catalogue_for, free_placements
+from gpuslice.gpu import InvalidMigLayout, MigCatalogue, MigInstance, Node, catalogue_for, free_placements, name_uuid
 
 MigCall = tuple[str, int, Any, int]  # (create | destroy, GPU index, profile or GI, start or CI)
 
@@ -55,7 +55,7 @@ class RecordingMigControl:
         gi = min(set(range(1, 15)) - {key[0] for key in existing})
         instance = MigInstance(
             profile=wanted.name,
-            uuid=f"MIG-{uuidlib.uuid5(_NAMESPACE, f'{gpu.uuid}/{gi}/0')}",
+            uuid=f"MIG-{name_uuid(_NAMESPACE, f'{gpu.uuid}/{gi}/0')}",
             parent_uuid=gpu.uuid,
             parent_index=gpu_index,
             index=len(existing),

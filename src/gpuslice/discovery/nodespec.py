@@ -19,6 +19,7 @@ from gpuslice.gpu import (
     Node,
     assign_placements,
     catalogue_for,
+    name_uuid,
 )
 from gpuslice.records import record
 from gpuslice.topology import TopologySpecError, topology_from_spec
@@ -197,7 +198,7 @@ def _parse_gpu_entry(entry: Any, where: str, node_name: str, first_index: int) -
     gpus = []
     for offset in range(count):
         index = first_index + offset
-        gpu_uuid = f"GPU-{uuid.uuid5(_UUID_NAMESPACE, f'{node_name}/{index}/{model}')}"
+        gpu_uuid = f"GPU-{name_uuid(_UUID_NAMESPACE, f'{node_name}/{index}/{model}')}"
         instances: tuple[MigInstance, ...] = ()
         if mig_profiles is not None:
             instances = _build_mig(where, model, memory, capability, gpu_uuid, index, mig_profiles)
@@ -269,7 +270,7 @@ def _build_mig(
         instances.append(
             MigInstance(
                 profile=profile.name,
-                uuid=f"MIG-{uuid.uuid5(_UUID_NAMESPACE, f'{gpu_uuid}/{gi}/0')}",
+                uuid=f"MIG-{name_uuid(_UUID_NAMESPACE, f'{gpu_uuid}/{gi}/0')}",
                 parent_uuid=gpu_uuid,
                 parent_index=index,
                 index=mig_index,

@@ -18,6 +18,7 @@ from gpuslice.gpu.model import (
     MigInstance,
     Node,
 )
+from gpuslice.gpu.uuids import name_uuid
 
 __all__ = [
     "CATALOGUES",
@@ -34,4 +35,5 @@ __all__ = [
     "assign_placements",
     "catalogue_for",
     "free_placements",
+    "name_uuid",
 ]

@@ -11,11 +11,13 @@ from gpuslice.records import record
 REPLICA_SEPARATOR = "::"
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-_GPU_UUID = re.compile(rf"GPU-{UUID_PATTERN}")
-_MIG_UUID = re.compile(rf"MIG-{UUID_PATTERN}")
-_LEGACY_MIG = re.compile(rf"MIG-(GPU-{UUID_PATTERN})/(\d+)/(\d+)")
-_GPU_INDEX = re.compile(r"\d+")
-_MIG_INDEX = re.compile(r"(\d+):(\d+)")
+# Patterns as text, compiled by `re` (and cached there) at their first use: compiling them all at import
+# cost every plugin start a few tenths of a millisecond, for checks it may never make.
+_GPU_UUID = rf"GPU-{UUID_PATTERN}"
+_MIG_UUID = rf"MIG-{UUID_PATTERN}"
+_LEGACY_MIG = rf"MIG-(GPU-{UUID_PATTERN})/(\d+)/(\d+)"
+_GPU_INDEX = r"\d+"
+_MIG_INDEX = r"(\d+):(\d+)"
 
 ReferenceKind = Literal["gpu-index", "mig-index", "gpu-uuid", "mig-uuid", "legacy-mig"]
 
@@ -59,18 +61,18 @@ def parse_device_reference(item: str | int) -> DeviceReference:
     base, replica = text, None
     if REPLICA_SEPARATOR in text:
         base, _, suffix = text.partition(REPLICA_SEPARATOR)
-        if not _GPU_INDEX.fullmatch(suffix):
+        if not re.fullmatch(_GPU_INDEX, suffix):
             raise InvalidDeviceReference(f"replica suffix of {item!r} must be '::<n>' with n >= 0")
         replica = int(suffix)
-    if _GPU_INDEX.fullmatch(base):
+    if re.fullmatch(_GPU_INDEX, base):
         return DeviceReference(text, "gpu-index", gpu_index=int(base), replica=replica)
-    if match := _MIG_INDEX.fullmatch(base):
+    if match := re.fullmatch(_MIG_INDEX, base):
         return DeviceReference(text, "mig-index", gpu_index=int(match[1]), mig_index=int(match[2]), replica=replica)
-    if _GPU_UUID.fullmatch(base):
+    if re.fullmatch(_GPU_UUID, base):
         return DeviceReference(text, "gpu-uuid", uuid=base, replica=replica)
-    if _MIG_UUID.fullmatch(base):
+    if re.fullmatch(_MIG_UUID, base):
         return DeviceReference(text, "mig-uuid", uuid=base, replica=replica)
-    if match := _LEGACY_MIG.fullmatch(base):
+    if match := re.fullmatch(_LEGACY_MIG, base):
         return DeviceReference(text, "legacy-mig", uuid=match[1], gi=int(match[2]), ci=int(match[3]), replica=replica)
     raise InvalidDeviceReference(
         f"not a device reference: {item!r} (expected an index such as 0 or 0:1, GPU-<uuid>, MIG-<uuid> "

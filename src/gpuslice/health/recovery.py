@@ -6,7 +6,7 @@ import enum
 import threading
 from dataclasses import dataclass
 
-from gpuslice.discovery.nvml.health import NVML_PROBE_INTERVAL_S, NVML_QUIET_S
+from gpuslice.discovery.capabilities import NVML_PROBE_INTERVAL_S, NVML_QUIET_S
 from gpuslice.discovery.xid import XidEvent
 from gpuslice.gpu import Node
 from gpuslice.health.targets import event_targets, probe_targets

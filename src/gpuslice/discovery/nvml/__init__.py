@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 from gpuslice.exports import lazy_exports
 
 if TYPE_CHECKING:
+    from gpuslice.discovery.capabilities import NVML_PROBE_INTERVAL_S as NVML_PROBE_INTERVAL_S
+    from gpuslice.discovery.capabilities import NVML_QUIET_S as NVML_QUIET_S
     from gpuslice.discovery.capabilities import MigControlError as MigControlError
     from gpuslice.discovery.nvml.backend import NvmlBackend as NvmlBackend
     from gpuslice.discovery.nvml.backend import PairFacts as PairFacts
     from gpuslice.discovery.nvml.backend import cuda_version_text as cuda_version_text
     from gpuslice.discovery.nvml.backend import mig_profile_name as mig_profile_name
-    from gpuslice.discovery.nvml.health import NVML_PROBE_INTERVAL_S as NVML_PROBE_INTERVAL_S
-    from gpuslice.discovery.nvml.health import NVML_QUIET_S as NVML_QUIET_S
     from gpuslice.discovery.nvml.health import NvmlHealthSource as NvmlHealthSource
     from gpuslice.discovery.nvml.health import NvmlProbe as NvmlProbe
     from gpuslice.discovery.nvml.library import NvmlDiscoveryError as NvmlDiscoveryError

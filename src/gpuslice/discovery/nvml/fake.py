@@ -12,7 +12,7 @@ from typing import Any
 
 from gpuslice.discovery.nvml.library import MIB
 from gpuslice.discovery.xid import NO_INSTANCE
-from gpuslice.gpu import catalogue_for, free_placements
+from gpuslice.gpu import catalogue_for, free_placements, name_uuid
 from gpuslice.records import record
 
 _NAMESPACE = uuidlib.UUID("0c7b7f0e-2f59-4f0a-9c1e-6e766d6c6661")
@@ -384,7 +384,7 @@ class FakeNvml:
             raise FakeNvmlError(INSUFFICIENT_RESOURCES)
         ci = min(set(range(8)) - set(gi.cis))
         parent = self.gpus[gpu_instance.gpu].uuid
-        gi.cis[ci] = FakeCi(slices, f"MIG-{uuidlib.uuid5(_NAMESPACE, f'{parent}/{gpu_instance.gi}/{ci}')}")
+        gi.cis[ci] = FakeCi(slices, f"MIG-{name_uuid(_NAMESPACE, f'{parent}/{gpu_instance.gi}/{ci}')}")
         return _CiRef(gpu_instance.gpu, gpu_instance.gi, ci)
 
     def nvmlComputeInstanceGetInfo(self, compute_instance: Any) -> Any:

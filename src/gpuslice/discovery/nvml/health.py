@@ -6,13 +6,9 @@ import threading
 from collections.abc import Generator
 from typing import Any
 
+from gpuslice.discovery.capabilities import NVML_PROBE_INTERVAL_S, NVML_QUIET_S
 from gpuslice.discovery.nvml.library import NvmlSession, NvmlUnavailable
 from gpuslice.discovery.xid import XidEvent
-
-# NVML recovery timing: a probe counts only after a minute without a critical Xid, and a device that
-# stays unhealthy is probed every half minute.
-NVML_QUIET_S = 60.0
-NVML_PROBE_INTERVAL_S = 30.0
 
 
 class NvmlHealthSource:

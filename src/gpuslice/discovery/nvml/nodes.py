@@ -16,6 +16,7 @@ from gpuslice.discovery.nvml.fake import (
     FakeGpu,
     FakeNvml,
 )
+from gpuslice.gpu import name_uuid
 
 _NAMESPACE = uuidlib.UUID("6b7e1d36-3f1f-4d53-9e0c-63616e6e6564")
 
@@ -30,7 +31,7 @@ DGX1_V100_LINKS: dict[tuple[int, int], int] = {
 
 
 def _uuid(prefix: str, *parts: object) -> str:
-    return f"{prefix}-{uuidlib.uuid5(_NAMESPACE, '/'.join(map(str, parts)))}"
+    return f"{prefix}-{name_uuid(_NAMESPACE, '/'.join(map(str, parts)))}"
 
 
 def _bus(bus: int) -> str:
