@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpuslice.fsutil.safe_yaml import MAX_DEPTH, UnsafeYaml, load_yaml
-from gpuslice.fsutil.textread import InputTooLarge, NotUtf8, read_bounded_text
+from gpuslice.fsutil.textread import InputTooLarge, NotUtf8, decode_utf8, read_bounded_text
 from tests.support.hostile import BOMB
 
 
@@ -19,6 +22,8 @@ from tests.support.hostile import BOMB
         (b"name: \xff\n", "invalid config {path}: not UTF-8 text (byte 0xff at offset 6)"),
         (b"\xc3(", "invalid config {path}: not UTF-8 text (byte 0xc3 at offset 0)"),
         (b"ok\n\xe2\x82", "invalid config {path}: not UTF-8 text (byte 0xe2 at offset 3)"),
+        # the offset counts a byte-order mark: it is the file's byte
+        (b"\xef\xbb\xbfname: \xff\n", "invalid config {path}: not UTF-8 text (byte 0xff at offset 9)"),
     ],
 )
 def test_bad_bytes_name_the_first_bad_byte_and_its_offset(tmp_path: Path, data: bytes, message: str) -> None:
@@ -81,3 +86,20 @@ def test_shapes_that_break_the_loader_are_refused(text: str, message: str) -> No
 def test_several_documents_are_refused() -> None:
     with pytest.raises(yaml.YAMLError):
         load_yaml("a: 1\n---\nb: 2\n")
+
+
+@given(st.binary() | st.text().map(lambda text: b"\xef\xbb\xbf" + text.encode("utf-8")))
+def test_decoding_is_utf_8_sig_s_and_an_error_names_a_byte_of_the_file(data: bytes) -> None:
+    body = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    try:
+        expected = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        with pytest.raises(NotUtf8) as caught:
+            decode_utf8(data, "file", "f")
+        found = re.search(r"byte 0x([0-9a-f]{2}) at offset (\d+)\)", str(caught.value))
+        assert found is not None
+        at = int(found.group(2))
+        data[body:at].decode("utf-8")  # all before it is text
+        assert at < len(data) and data[at] == int(found.group(1), 16)
+    else:
+        assert decode_utf8(data, "file", "f") == expected

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from gpuslice.logs import MAX_MESSAGE_CHARS, MAX_VALUE_CHARS, JsonFormatter, KlogFormatter
+from gpuslice.logs import MAX_MESSAGE_CHARS, MAX_VALUE_CHARS, JsonFormatter, KlogFormatter, sanitize
 
 FORGED = "GPU-1\nI1129 09:12:02.000000   12345 run.py:1] forged"
 
@@ -75,3 +78,17 @@ def test_long_values_are_truncated_with_their_length_shown() -> None:
 def test_numbers_and_format_specs_still_work() -> None:
     klog = KlogFormatter(utc=True).format(record("%d devices, %.1f s, %r", 16, 0.25, "a\nb"))
     assert klog.endswith("] 16 devices, 0.2 s, 'a\\nb'")  # repr already escaped it; nothing doubled
+
+
+def test_every_escaped_character_is_one_printable_text_cannot_hold() -> None:
+    """escape() returns printable text untouched without its pattern: exact only while no character the
+    pattern escapes counts as printable."""
+    for pattern in (sanitize._UNSAFE, sanitize._UNSAFE_BUT_NEWLINE):
+        matched = [chr(code) for code in range(0x3000) if re.fullmatch(pattern, chr(code))]
+        assert matched and not any(char.isprintable() for char in matched)
+
+
+@given(st.text())
+def test_escape_is_the_pattern_s_substitution_for_any_text(text: str) -> None:
+    for keep_newlines, pattern in ((False, sanitize._UNSAFE), (True, sanitize._UNSAFE_BUT_NEWLINE)):
+        assert sanitize.escape(text, keep_newlines) == re.sub(pattern, sanitize._escaped, text)

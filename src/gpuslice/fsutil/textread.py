@@ -33,13 +33,19 @@ def read_bounded_bytes(path: str | Path, kind: str, max_bytes: int) -> bytes:
     return data
 
 
+_BYTE_ORDER_MARK = b"\xef\xbb\xbf"
+
+
 def decode_utf8(data: bytes, kind: str, source: str | Path) -> str:
     """`data` as UTF-8 text (a leading byte-order mark dropped); NotUtf8 naming the first bad byte and its offset."""
+    # utf-8-sig's rule, by hand: its codec is one more module at every start
+    skip = len(_BYTE_ORDER_MARK) if data.startswith(_BYTE_ORDER_MARK) else 0
     try:
-        return data.decode("utf-8-sig")
+        return data[skip:].decode("utf-8")
     except UnicodeDecodeError as exc:
-        bad = data[exc.start] if exc.start < len(data) else 0
-        raise NotUtf8(f"invalid {kind} {source}: not UTF-8 text (byte 0x{bad:02x} at offset {exc.start})") from None
+        at = exc.start + skip
+        bad = data[at] if at < len(data) else 0
+        raise NotUtf8(f"invalid {kind} {source}: not UTF-8 text (byte 0x{bad:02x} at offset {at})") from None
 
 
 def read_bounded_text(path: str | Path, kind: str, max_bytes: int) -> str:

@@ -13,14 +13,18 @@ from typing import Any
 # ESC) or hide text (bidi overrides) is written as a visible escape, so a log line cannot be forged.
 MAX_VALUE_CHARS = 512
 MAX_MESSAGE_CHARS = 8192
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Every character below is in a Unicode category str.isprintable() refuses (Cc, Cf, Zl, Zp), so printable
+# text, nearly every message, skips the patterns; they are compiled (by `re`, cached there) when first needed.
+_UNSAFE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+_UNSAFE_BUT_NEWLINE = "[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x00": "\\0"}
 
 
 def escape(text: str, keep_newlines: bool = False) -> str:
     """`text` with control, ANSI-escape and bidi characters written as `\\n`, `\\x1b`, `\\u202e`, ..."""
-    return (_UNSAFE_BUT_NEWLINE if keep_newlines else _UNSAFE).sub(_escaped, text)
+    if text.isprintable():
+        return text
+    return re.sub(_UNSAFE_BUT_NEWLINE if keep_newlines else _UNSAFE, _escaped, text)
 
 
 def truncate(text: str, limit: int = MAX_VALUE_CHARS) -> str:
