@@ -15,13 +15,15 @@ _T = TypeVar("_T")
 # __repr__, __eq__, __hash__, __setattr__, __delattr__, and four more with order=True), each through its own
 # exec(): about 0.4 ms a class, and the plugin's start builds some sixty, a fifth of the time it takes to
 # register. A record compiles only its __init__ (the one method whose code depends on the fields), and only
-# when the class is first used: most of the classes a process defines are never made before it serves, and
+# when the class is first used: about half the classes a start defines are not made before it serves, and
 # many never. The other methods are the functions below, read once from this module's bytecode and told the
-# fields by the class. Behaviour is a frozen dataclass's: `dataclasses.fields`, `replace`, `asdict`,
-# pickling, `inspect.signature` and `__match_args__` work as they do for one; equality, ordering, hashing and
-# repr give the same results; assigning or deleting an attribute raises FrozenInstanceError; a field without
-# a default after one with a default is refused when the class is made (tests/house/test_records.py holds
-# the two side by side). The __init__ is the one a frozen dataclass has: each field set with
+# fields by the class. The fields are read by _read_fields as dataclass() would record them, in under half
+# its time; a class whose annotations it cannot be sure of goes to dataclass() itself. Behaviour is a frozen
+# dataclass's: `dataclasses.fields`, `replace`, `asdict`, pickling, `inspect.signature` and `__match_args__`
+# work as they do for one; equality, ordering, hashing and repr give the same results; assigning or deleting
+# an attribute raises FrozenInstanceError; a field without a default after one with a default, a mutable
+# default and a Field without an annotation are refused when the class is made (tests/house/test_records.py
+# holds the two side by side). The __init__ is the one a frozen dataclass has: each field set with
 # object.__setattr__, so making an instance costs the same.
 
 
@@ -136,6 +138,62 @@ class _LazyInit:
         return init if instance is None else init.__get__(instance, owner)
 
 
+# What dataclass(init=False, repr=False, eq=False) records on a class: taken from one such class, so that
+# records carry dataclasses' own markers (fields() keeps a field by its kind; a subclass reads the flags).
+_Reference: Any = dataclasses.dataclass(init=False, repr=False, eq=False)(
+    type("_Reference", (), {"__annotations__": {"value": "int"}, "__doc__": "r"})
+)
+_PARAMS = _Reference.__dataclass_params__
+_FIELD_KIND = dataclasses.fields(_Reference)[0]._field_type  # type: ignore[attr-defined]
+# An annotation naming one of these is more than a field's type: dataclass() reads such a class itself.
+_SPECIAL_ANNOTATIONS = ("ClassVar", "InitVar", "KW_ONLY")
+
+
+def _read_fields(cls: type, kw_only: bool) -> bool:
+    """Record `cls`'s fields as dataclass(init=False, repr=False, eq=False) does; False, having changed
+    nothing, for a class whose annotations that reading cannot be sure of (not text, or naming ClassVar,
+    InitVar or KW_ONLY), which dataclass() then reads.
+
+    dataclass() asks three times of every field whether its annotation text names ClassVar, InitVar or
+    KW_ONLY, resolving the name in the class's module, and builds each Field through three calls: most of
+    the 40 us a record class cost it, and a start makes some sixty."""
+    own = cls.__dict__
+    annotations: dict[str, Any] = own.get("__annotations__", {})
+    for annotation in annotations.values():
+        if not isinstance(annotation, str) or any(word in annotation for word in _SPECIAL_ANNOTATIONS):
+            return False
+    for name, value in own.items():
+        if isinstance(value, dataclasses.Field) and name not in annotations:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
+    fields: dict[str, dataclasses.Field[Any]] = {}
+    for base in cls.__mro__[-1:0:-1]:  # inherited first, the nearest base last, as dataclass() takes them
+        fields.update(getattr(base, "__dataclass_fields__", None) or {})
+    for name, annotation in annotations.items():
+        value = own.get(name, dataclasses.MISSING)
+        field: dataclasses.Field[Any] = (
+            value if isinstance(value, dataclasses.Field) else dataclasses.field(default=value)
+        )
+        field.name, field.type = name, annotation
+        field._field_type = _FIELD_KIND  # type: ignore[attr-defined]  # dataclasses' own marker, as it sets it
+        if field.kw_only is dataclasses.MISSING:
+            field.kw_only = kw_only  # type: ignore[assignment]
+        if field.default is not dataclasses.MISSING and field.default.__class__.__hash__ is None:
+            raise ValueError(
+                f"mutable default {type(field.default)} for field {name} is not allowed: use default_factory"
+            )
+        if isinstance(value, dataclasses.Field):  # the class keeps the default, as a plain class attribute
+            if field.default is dataclasses.MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, field.default)
+        fields[name] = field
+    type.__setattr__(cls, "__dataclass_fields__", fields)
+    type.__setattr__(cls, "__dataclass_params__", _PARAMS)
+    if "__match_args__" not in own:
+        type.__setattr__(cls, "__match_args__", tuple(f.name for f in fields.values() if f.init and not f.kw_only))
+    return True
+
+
 def _check_order(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> None:
     """dataclass()'s rule, checked when the class is made: a positional field without a default may not follow
     one with a default."""
@@ -157,7 +215,10 @@ def _make_record(cls: type[_T], kw_only: bool, order: bool) -> type[_T]:
     for method in ("__setattr__", "__delattr__", *(_ORDER if order else ())):
         if method in own:
             raise TypeError(f"Cannot overwrite attribute {method} in class {cls.__name__}")
-    made = dataclasses.dataclass(cls, init=False, eq=False, repr=False, kw_only=kw_only)
+    if _read_fields(cls, kw_only):
+        made = cls
+    else:
+        made = dataclasses.dataclass(cls, init=False, eq=False, repr=False, kw_only=kw_only)
     spec: Any = made  # the class, told its fields under names the shared functions read
     fields = dataclasses.fields(spec)
     for field in fields:

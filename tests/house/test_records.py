@@ -9,7 +9,7 @@ import operator
 import pickle
 from collections.abc import Callable
 from dataclasses import field
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given
@@ -251,3 +251,66 @@ def test_a_field_without_a_default_after_one_with_is_refused_when_made(maker: An
     kw_after_default = maker(kw_only=True) if maker is record else dataclasses.dataclass(frozen=True, kw_only=True)
     made: Any = kw_after_default(type("Fine", (), {"__annotations__": {"early": "int", "late": "int"}, "early": 0}))
     assert made(late=1).early == 0
+
+
+FIELD_ATTRIBUTES = (
+    "name",
+    "type",
+    "default",
+    "default_factory",
+    "init",
+    "repr",
+    "hash",
+    "compare",
+    "metadata",
+    "kw_only",
+)
+
+
+def _described(cls: Any) -> list[tuple[Any, ...]]:
+    return [tuple(getattr(f, attribute) for attribute in FIELD_ATTRIBUTES) for f in dataclasses.fields(cls)]
+
+
+def _kw_body() -> dict[str, Any]:
+    body = _body()
+    body["extra"] = field(default_factory=dict, kw_only=False)  # a field's own kw_only wins over the class's
+    return body
+
+
+@pytest.mark.parametrize(
+    ("body", "flags"),
+    [(_body, {}), (_body, {"kw_only": True}), (_kw_body, {"kw_only": True}), (_body, {"order": True})],
+    ids=["plain", "kw_only", "kw_only-but-one", "order"],
+)
+def test_fields_and_class_attributes_are_a_frozen_dataclass_s(body: Callable[[], dict[str, Any]], flags: Any) -> None:
+    ours, theirs = _pair(body, **flags)
+    assert _described(ours) == _described(theirs)
+    assert ours.__match_args__ == theirs.__match_args__
+    for name in body()["__annotations__"]:  # a default stays a class attribute; a Field without one goes
+        assert ours.__dict__.get(name, "absent") == theirs.__dict__.get(name, "absent")
+    assert dataclasses.is_dataclass(ours)
+
+
+def test_an_inherited_field_keeps_its_place_and_a_redefined_one_its_new_default() -> None:
+    def make(maker: Any) -> Any:
+        base = maker(type("Base", (), {"__annotations__": {"a": "int", "b": "int"}, "b": 1}))
+        return maker(type("Child", (base,), {"__annotations__": {"c": "int", "a": "int"}, "c": 3, "a": 0}))
+
+    assert _described(make(record)) == _described(make(dataclasses.dataclass(frozen=True)))
+
+
+def test_a_class_variable_is_not_a_field() -> None:
+    def body() -> dict[str, Any]:  # (dataclass() reads a class that has one, as text or not)
+        return {"__annotations__": {"name": "str", "registry": ClassVar[dict[str, int]]}, "registry": {}}
+
+    ours, theirs = _pair(body)
+    assert _described(ours) == _described(theirs) and [f.name for f in dataclasses.fields(ours)] == ["name"]
+    assert ours("a").registry == {}
+
+
+@pytest.mark.parametrize("maker", [record, dataclasses.dataclass(frozen=True)], ids=["record", "dataclass"])
+def test_a_mutable_default_or_an_unannotated_field_is_refused_alike(maker: Any) -> None:
+    with pytest.raises(ValueError, match="mutable default <class 'list'> for field tags is not allowed"):
+        maker(type("Bad", (), {"__annotations__": {"tags": "list[str]"}, "tags": []}))
+    with pytest.raises(TypeError, match="'loose' is a field but has no type annotation"):
+        maker(type("Bad", (), {"__annotations__": {}, "loose": field(default=1)}))

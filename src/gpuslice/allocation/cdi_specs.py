@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -154,7 +154,6 @@ def _feature_spec(feature: str, settings: CdiSettings) -> tuple[dict[str, Any], 
     return spec, warning
 
 
-@dataclass
 class CdiSpecUpkeep:
     """Keeps the plugin's spec files in one directory: writes a SpecSet, removes what it wrote on shutdown.
 
@@ -163,8 +162,9 @@ class CdiSpecUpkeep:
     turned off on reload) is removed. Files this process did not write are never removed.
     """
 
-    directory: str | Path
-    written: set[Path] = field(default_factory=set)
+    def __init__(self, directory: str | Path) -> None:  # mutable state: a plain class (no compiled methods)
+        self.directory = directory
+        self.written: set[Path] = set()
 
     def write(self, spec_set: SpecSet) -> tuple[Path, ...]:
         for spec in spec_set.specs.values():

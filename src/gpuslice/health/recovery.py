@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 import threading
-from dataclasses import dataclass
 
 from gpuslice.discovery.capabilities import NVML_PROBE_INTERVAL_S, NVML_QUIET_S
 from gpuslice.discovery.xid import XidEvent
@@ -68,13 +67,14 @@ class ProbeResult:
     note: str = ""
 
 
-@dataclass
 class _Unhealthy:
-    """A device held unhealthy: why, and when its last event and probe were."""
+    """A device held unhealthy: why, and when its last event and probe were (mutable state: a plain class,
+    not a dataclass, whose methods would be compiled at every start)."""
 
-    reason: str
-    last_event: float
-    last_probe: float | None = None
+    def __init__(self, reason: str, last_event: float) -> None:
+        self.reason = reason
+        self.last_event = last_event
+        self.last_probe: float | None = None
 
 
 class HealthTracker:

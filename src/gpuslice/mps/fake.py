@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from gpuslice.mps.control import PIPE_ENV, MpsDaemonError
 
 
-@dataclass
 class FakeDaemon:
-    """One running fake daemon, keyed by its pipe directory."""
+    """One running fake daemon, keyed by its pipe directory (mutable state: a plain class, not a dataclass,
+    whose methods would be compiled at every start)."""
 
-    env: dict[str, str]
-    commands: list[str] = field(default_factory=list)
-    thread_percentage: str = "100"
-    pinned: dict[str, str] = field(default_factory=dict)
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.commands: list[str] = []
+        self.thread_percentage = "100"
+        self.pinned: dict[str, str] = {}
 
 
 class FakeMpsControl:
