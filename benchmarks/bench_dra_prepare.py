@@ -204,18 +204,17 @@ class DraSide:
 
 
 @contextmanager
-def served_dra(workdir: Path, inside: Inside) -> Iterator[DraSide]:
+def served_dra(workdir: Path, inside: Inside, cdi_dir: Path) -> Iterator[DraSide]:
     """`gpuslice dra`'s app over preset:h100x4 with a driver root (the claim spec carries the driver's files, as
-    on a node), registered with the mock DRA kubelet and its slices published; timing wrappers installed."""
+    on a node), registered with the mock DRA kubelet and its slices published; timing wrappers installed. Its
+    checkpoint is under `workdir` (the kubelet's plugin dir), its claims' CDI specs in `cdi_dir`."""
     driver_root = build_fake_driver_root(workdir / "driver-root", version=FAKE_DRIVER_VERSION)
     overrides = {"flags.nvidiaDriverRoot": str(driver_root), "flags.plugin.containerDriverRoot": str(driver_root)}
     (workdir / "config.yaml").write_text(WHOLE.config)
     setup = prepare_setup("fake", WHOLE.node_spec, str(workdir / "config.yaml"), overrides=overrides)
     device = next(d for d in setup.devices if d.kind == "gpu" and d.gpu.index == GPU_INDEX)
     with _api_server(inside.api_answers) as api_url, MockDraKubelet(workdir / "kubelet", setup.node.name) as kubelet:
-        settings = DraSettings(
-            registry_dir=kubelet.registry_dir, plugins_dir=kubelet.plugins_dir, cdi_dir=workdir / "cdi"
-        )
+        settings = DraSettings(registry_dir=kubelet.registry_dir, plugins_dir=kubelet.plugins_dir, cdi_dir=cdi_dir)
         app = DraApp(setup, settings, LightkubeResourceApi(api_url))
         # The node service looks these up on every call, so wrapping the instances times what it calls.
         reads = app.driver.reads
@@ -267,14 +266,29 @@ class Measured:
         return [total - synced - answered for total, synced, answered in parts]
 
 
-def _measure(workdir: Path) -> Measured:
+def tmpfs_root() -> Path | None:
+    """A writable tmpfs (from /proc/mounts) to hold the CDI spec dir as a node does: `--cdi-spec-dir` defaults
+    to /var/run/cdi, and /var/run is /run, a tmpfs, on every systemd distribution. None: there is none here."""
+    try:
+        mounts = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return None
+    for line in mounts:
+        fields = line.split()
+        node_like = len(fields) >= 3 and fields[2] == "tmpfs" and fields[1] in ("/run", "/dev/shm")
+        if node_like and os.access(fields[1], os.W_OK | os.X_OK):
+            return Path(fields[1])
+    return None
+
+
+def _measure(workdir: Path, cdi_dir: Path) -> Measured:
     observer = HandlerTimes()
     inside = Inside()
-    (workdir / "dp").mkdir()
+    (workdir / "dp").mkdir(parents=True)
     (workdir / "dra").mkdir()
     with (
         served_plugin(WHOLE, workdir / "dp", observer) as (kubelet, resource),
-        served_dra(workdir / "dra", inside) as dra,
+        served_dra(workdir / "dra", inside, cdi_dir) as dra,
         _fsyncs_counted(inside),
     ):
         gpu = next(d for d in dra.app.setup.devices if d.kind == "gpu" and d.gpu.index == GPU_INDEX).gpu
@@ -342,10 +356,16 @@ def _us(samples: list[float], fraction: float) -> float:
 def main() -> list[Figure]:
     logging.getLogger("gpuslice.kubelet").setLevel(logging.ERROR)  # each stop logs an ended stream: expected here
     root = Path(tempfile.mkdtemp(prefix="gs"))  # short: Unix socket paths stay under 107 bytes
+    tmpfs = tmpfs_root()
+    spec_root = Path(tempfile.mkdtemp(prefix="gs-cdi", dir=tmpfs)) if tmpfs is not None else None
     try:
-        result = _measure(root)
+        # As on a node: the claims' CDI specs on a tmpfs, the checkpoint on disk; then both on disk.
+        result = _measure(root / "node", (spec_root or root) / "cdi")
+        on_disk = _measure(root / "disk", root / "disk-cdi") if spec_root is not None else None
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        if spec_root is not None:
+            shutil.rmtree(spec_root, ignore_errors=True)
     load = os.getloadavg()[0]
     print(
         f"{ROUNDS} rounds of {PAIRS_PER_ROUND} pairs (a NodePrepareResources of a fresh claim and an Allocate, "
@@ -354,7 +374,8 @@ def main() -> list[Figure]:
     print(
         "both timed at the client over gRPC on Unix sockets; the claim read from the mock kubelet's API server "
         f"(a child process) over HTTP; {result.checkpoint_records} claims in the checkpoint while one is prepared; "
-        f"claim spec {result.spec_bytes} bytes; spec and checkpoint on {root.parent}'s file system"
+        f"claim spec {result.spec_bytes} bytes; checkpoint on {root.parent}'s file system, CDI specs "
+        + (f"on the tmpfs {tmpfs} (as /var/run/cdi on a node)" if tmpfs else "there too (no tmpfs found)")
     )
     rows = [
         ("NodePrepareResources, round trip", result.prepare),
@@ -373,18 +394,27 @@ def main() -> list[Figure]:
     prepare_p50 = _us(result.prepare, 0.5)
     allocate_p50 = _us(result.allocate, 0.5)
     less = percentile(result.plugin_cpu(), 0.5) / percentile(result.allocate, 0.5)
-    return [
+    figures = [
         Figure(
             "NodePrepareResources p50 / Allocate p50, whole GPU",
             result.ratio(),
             "x",
             GOAL,
-            note=f"same run: {prepare_p50:.0f} / {allocate_p50:.0f} us",
+            note=f"same run: {prepare_p50:.0f} / {allocate_p50:.0f} us; CDI specs on "
+            + ("tmpfs, as on a node" if tmpfs else "disk"),
         ),
         Figure(
             "  the same, less fsyncs and the API's answer", less, "x", note="informational: disk and API server apart"
         ),
     ]
+    if on_disk is not None:
+        print(
+            f"{'the same with the CDI specs on disk too: prepare / Allocate':56}"
+            f"{_us(on_disk.prepare, 0.5):>10.0f}{_us(on_disk.allocate, 0.5):>10.0f}"
+        )
+        disk_note = f"informational: {_us(on_disk.prepare, 0.5):.0f} / {_us(on_disk.allocate, 0.5):.0f} us"
+        figures.append(Figure("  the same, CDI specs on disk too", on_disk.ratio(), "x", note=disk_note))
+    return figures
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gpuslice.allocation.cdi import CdiError, write_spec
+from gpuslice.allocation.cdi import CdiError, build_spec, check_spec
 from gpuslice.allocation.cdi_validate import minimum_version, spec_problems
 
 EDITS = {"env": ["A=1"]}
@@ -63,7 +63,7 @@ def test_invalid_specs_are_caught(change: dict[str, Any], problem: str) -> None:
     problems = spec_problems({**GOOD, **change})
     assert any(problem in p for p in problems), problems
     with pytest.raises(CdiError, match="invalid CDI spec"):
-        write_spec("/nonexistent", "x.json", {**GOOD, **change})
+        check_spec({**GOOD, **change})
 
 
 # (id, spec fields beyond a minimal one, the lowest version that carries them)
@@ -84,3 +84,8 @@ def test_lowest_version_that_carries_the_fields(change: dict[str, Any], version:
     spec = {**GOOD, **change}
     assert minimum_version(spec) == version
     assert spec_problems({**spec, "cdiVersion": version}) == []
+
+
+def test_the_one_builder_refuses_an_invalid_spec_so_none_is_written() -> None:
+    with pytest.raises(CdiError, match="invalid CDI spec"):
+        build_spec("nvidia.com/gpu", [{"name": "bad name!", "containerEdits": {"env": ["A=1"]}}])

@@ -101,3 +101,28 @@ def test_a_kill_before_the_save_leaves_a_spec_the_next_start_removes(
     assert again.driver.preparer.records() == {}
     put_claim(again, "gpu-1", [])
     assert again.driver.preparer.prepare(REF, 10).state == "PrepareCompleted" and spec.exists()
+
+
+def test_a_start_with_nothing_to_undo_leaves_the_checkpoint_as_it_was(tmp_path: Path) -> None:
+    app = build(tmp_path)
+    put_claim(app, "gpu-1", [])
+    app.driver.preparer.prepare(REF, 10)
+    checkpoint = app.driver.preparer.checkpoint.path
+    before = checkpoint.stat()
+    again = build(tmp_path)  # the next start, over the same directories
+    again.driver.preparer.resume()
+    after = checkpoint.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)  # not rewritten
+    assert UID in again.driver.preparer.records()
+
+
+def test_a_start_that_rolls_a_claim_back_saves_without_it(tmp_path: Path) -> None:
+    app = build(tmp_path)
+    put_claim(app, "gpu-0", [{"requests": ["gpu"], "opaque": {"driver": DRIVER, "parameters": MPS}}])
+    preparer = app.driver.preparer
+    started = ClaimRecord(uid=UID, namespace=REF.namespace, name=REF.name, state="PrepareStarted")
+    preparer.checkpoint.save({UID: started})  # a kill mid-prepare, as the file shows it
+    again = build(tmp_path)
+    assert UID in again.driver.preparer.records()
+    again.driver.preparer.resume()
+    assert UID not in again.driver.preparer.checkpoint.load()

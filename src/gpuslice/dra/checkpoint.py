@@ -171,7 +171,7 @@ CLAIM_CHECKPOINT_FORMAT = CheckpointFormat(
 
 def encode_claims(node: str, records: dict[str, ClaimRecord]) -> str:
     """The checkpoint text for `records` (the file's content)."""
-    return json.dumps(CLAIM_CHECKPOINT_FORMAT.seal(node, _claims_body(records)), indent=1, sort_keys=True) + "\n"
+    return json.dumps(CLAIM_CHECKPOINT_FORMAT.seal(node, _claims_body(records)), sort_keys=True) + "\n"
 
 
 def decode_claims(text: str, node: str) -> dict[str, ClaimRecord]:
