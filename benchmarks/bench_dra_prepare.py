@@ -4,6 +4,7 @@ written) beside the device plugin's Allocate of the same whole GPU, both over re
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ from typing import Any
 import grpc
 
 from benchmarks.bench_allocate import MODES, HandlerTimes, app_socket, served_plugin
+from benchmarks.dra_floor import FLOOR_AGENT, served_floor
 from benchmarks.figures import Figure, bytecode_env, percentile
 from gpuslice.discovery.driver_files_fake import build_fake_driver_root
 from gpuslice.dra import DraApp, DraSettings, prepare_setup
@@ -32,7 +34,7 @@ from gpuslice.kubelet.dra_mock import CALL_TIMEOUT_S, MockDraKubelet
 from gpuslice.wire import deviceplugin_grpc, deviceplugin_pb2, dra_v1_grpc, dra_v1_pb2
 
 ROUNDS = 20
-PAIRS_PER_ROUND = 25  # one prepare and one Allocate each, back to back
+TRIPLES_PER_ROUND = 25  # one prepare, one of the bare floor and one Allocate each, back to back
 WARMUP = 30
 GOAL = 2.0
 WHOLE = MODES[0]  # whole GPUs on preset:h100x4, no sharing
@@ -42,7 +44,8 @@ FAKE_DRIVER_VERSION = "550.127.08"  # what the fake backend's GPUs report, so th
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 # The mock DRA kubelet's API server (gpuslice.kubelet.dra_api), alone in a child process as a real one is in
 # its own, so that it does not take the plugin's GIL. It times its answer to each GET of a claim (from the
-# parsed request to the last byte written) and prints those times, one JSON list, when its stdin closes.
+# parsed request to the last byte written) and prints those times, one JSON list of [seconds, whether the
+# bare floor asked] pairs, when its stdin closes.
 API_CHILD = """
 import json, sys, time
 from gpuslice.kubelet.dra_api import FakeKubeApi
@@ -53,7 +56,7 @@ def timed(self):
     started = time.perf_counter()
     answer(self)
     if "/resourceclaims/" in self.path:
-        seconds.append(time.perf_counter() - started)
+        seconds.append([time.perf_counter() - started, self.headers.get("User-Agent") == sys.argv[1]])
 handler.do_GET = timed
 print(api.url, flush=True)
 sys.stdin.read()
@@ -70,7 +73,7 @@ class Inside:
     reads: list[float] = field(default_factory=list)  # ClaimReads.prefetch: the API read, HTTP and decode
     prepares: list[float] = field(default_factory=list)  # GpuDriver.prepare: checks, CDI spec, checkpoint
     fsyncs: list[float] = field(default_factory=list)  # seconds in os.fsync during each timed prepare call
-    api_answers: list[float] = field(default_factory=list)  # the API server child's answer to each claim GET
+    api_answers: list[float] = field(default_factory=list)  # the API server child's answer to the plugin's GETs
     fsync_s: float = 0.0  # running total, read before and after each call
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -133,9 +136,14 @@ def _claim(name: str, driver: str, pool: str, device: str) -> dict[str, Any]:
 
 @contextmanager
 def _api_server(answers: list[float]) -> Iterator[str]:
-    """The fake API server in a child process; yields its URL. Once stopped, `answers` holds its answer times."""
+    """The fake API server in a child process; yields its URL. Once stopped, `answers` holds its answer times
+    to the plugin's reads of claims (the bare floor's are left out)."""
     child = subprocess.Popen(
-        [sys.executable, "-c", API_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=bytecode_env()
+        [sys.executable, "-c", API_CHILD, FLOOR_AGENT],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=bytecode_env(),
     )
     try:
         assert child.stdin is not None and child.stdout is not None
@@ -144,7 +152,9 @@ def _api_server(answers: list[float]) -> Iterator[str]:
             raise RuntimeError(f"the API server child did not start (said {url!r})")
         yield url
         child.stdin.close()
-        answers.extend(json.loads(child.stdout.readline() or "[]"))
+        answers.extend(
+            seconds for seconds, floor_asked in json.loads(child.stdout.readline() or "[]") if not floor_asked
+        )
     finally:
         if child.stdin is not None:
             child.stdin.close()
@@ -233,19 +243,21 @@ def served_dra(workdir: Path, inside: Inside, cdi_dir: Path) -> Iterator[DraSide
             app.stop()
 
 
-def _alternated(first: Callable[[], None], second: Callable[[], None], into: tuple[list[float], list[float]]) -> None:
+def _in_turn(calls: tuple[Callable[[], None], ...], into: tuple[list[float], ...]) -> None:
+    """Each call back to back, in the order given, its time appended to the list beside it."""
     clock = time.perf_counter
-    started = clock()
-    first()
-    middle = clock()
-    second()
-    into[0].append(middle - started)
-    into[1].append(clock() - middle)
+    marks = [clock()]
+    for call in calls:
+        call()
+        marks.append(clock())
+    for samples, (started, ended) in zip(into, itertools.pairwise(marks), strict=True):
+        samples.append(ended - started)
 
 
 @dataclass(frozen=True)
 class Measured:
     prepare: list[float]
+    floor: list[float]  # the bare DRA floor's NodePrepareResources of the same claim (benchmarks/dra_floor.py)
     allocate: list[float]
     unprepare: list[float]
     allocate_handler: list[float]
@@ -255,6 +267,9 @@ class Measured:
 
     def ratio(self) -> float:
         return percentile(self.prepare, 0.5) / percentile(self.allocate, 0.5)
+
+    def floor_ratio(self) -> float:
+        return percentile(self.floor, 0.5) / percentile(self.allocate, 0.5)
 
     def api_answers(self) -> list[float]:
         """The API server's answers to the timed prepares' reads (they come last, one each, in order)."""
@@ -286,9 +301,11 @@ def _measure(workdir: Path, cdi_dir: Path) -> Measured:
     inside = Inside()
     (workdir / "dp").mkdir(parents=True)
     (workdir / "dra").mkdir()
+    (workdir / "floor").mkdir()
     with (
         served_plugin(WHOLE, workdir / "dp", observer) as (kubelet, resource),
         served_dra(workdir / "dra", inside, cdi_dir) as dra,
+        served_floor(workdir / "floor.sock", dra.api_url, workdir / "floor" / "claims.json") as floor_stub,
         _fsyncs_counted(inside),
     ):
         gpu = next(d for d in dra.app.setup.devices if d.kind == "gpu" and d.gpu.index == GPU_INDEX).gpu
@@ -301,7 +318,7 @@ def _measure(workdir: Path, cdi_dir: Path) -> Measured:
         # The node's other GPUs prepared for claims of their own: the checkpoint holds them while GPU 0 is timed.
         others = [r for d in dra.app.setup.devices if d.name != dra.device for r in dra.new_claims(1, d.name)]
         warmup = dra.new_claims(WARMUP)
-        timed = dra.new_claims(ROUNDS * PAIRS_PER_ROUND)
+        timed = dra.new_claims(ROUNDS * TRIPLES_PER_ROUND)
         try:
             for request in others:
                 dra.call(request)
@@ -309,44 +326,61 @@ def _measure(workdir: Path, cdi_dir: Path) -> Measured:
             def allocate() -> None:
                 allocate_stub.Allocate(allocate_request, timeout=CALL_TIMEOUT_S)
 
+            def floor_prepare(request: Any) -> None:
+                answer = floor_stub.NodePrepareResources(request, timeout=CALL_TIMEOUT_S)
+                if not answer.claims[request.claims[0].uid].devices:
+                    raise RuntimeError("the bare floor prepared no device")
+
+            def floor_release(request: Any) -> None:
+                unprepare = dra_v1_pb2.NodeUnprepareResourcesRequest(claims=request.claims)
+                floor_stub.NodeUnprepareResources(unprepare, timeout=CALL_TIMEOUT_S)
+
+            for request in others:
+                floor_prepare(request)  # the floor's checkpoint holds as many claims as the plugin's
             for request in warmup:
                 dra.call(request)
+                floor_prepare(request)
                 allocate()
                 dra.release(request)
+                floor_release(request)
             inside.clear()
             observer.seconds.clear()
             prepare_s: list[float] = []
+            floor_s: list[float] = []
             allocate_s: list[float] = []
             unprepare_s: list[float] = []
             records = len(dra.app.driver.preparer.records()) + 1
             spec_bytes = max(p.stat().st_size for p in dra.app.settings.cdi_dir.glob("*claim_*.json"))
-            # Pair by pair, so that a change of machine load hits both alike; which goes first changes every
-            # round. Each prepare is of a claim never prepared before (created ahead), unprepared after its pair.
+            orders = list(itertools.permutations(range(3)))
+            # Triple by triple, so that a change of machine load hits all three alike; their order changes every
+            # round (all six orders in turn). Each prepare is of a claim never prepared before (created ahead),
+            # the floor's of the same claim (it only reads it), both unprepared after their triple.
             for number in range(ROUNDS):
                 gc.collect()
                 gc.disable()  # as timeit does: a collection landing in one side's call is noise, not cost
                 try:
-                    for request in timed[number * PAIRS_PER_ROUND : (number + 1) * PAIRS_PER_ROUND]:
+                    for request in timed[number * TRIPLES_PER_ROUND : (number + 1) * TRIPLES_PER_ROUND]:
                         synced = inside.fsync_s
-
-                        def prepare(request: Any = request) -> None:
-                            dra.call(request)
-
-                        if number % 2:
-                            _alternated(allocate, prepare, (allocate_s, prepare_s))
-                        else:
-                            _alternated(prepare, allocate, (prepare_s, allocate_s))
+                        sides: list[tuple[Callable[[], None], list[float]]] = [
+                            (lambda request=request: dra.call(request), prepare_s),
+                            (lambda request=request: floor_prepare(request), floor_s),
+                            (allocate, allocate_s),
+                        ]
+                        order = [sides[index] for index in orders[number % len(orders)]]
+                        _in_turn(tuple(call for call, _ in order), tuple(samples for _, samples in order))
                         inside.fsyncs.append(inside.fsync_s - synced)
                         started = time.perf_counter()
                         dra.release(request)
                         unprepare_s.append(time.perf_counter() - started)
+                        floor_release(request)
                 finally:
                     gc.enable()
             for request in others:
                 dra.release(request)
+                floor_release(request)
         finally:
             channel.close()
-    return Measured(prepare_s, allocate_s, unprepare_s, list(observer.seconds), inside, records, spec_bytes)
+    return Measured(prepare_s, floor_s, allocate_s, unprepare_s, list(observer.seconds), inside, records, spec_bytes)
 
 
 def _us(samples: list[float], fraction: float) -> float:
@@ -368,8 +402,9 @@ def main() -> list[Figure]:
             shutil.rmtree(spec_root, ignore_errors=True)
     load = os.getloadavg()[0]
     print(
-        f"{ROUNDS} rounds of {PAIRS_PER_ROUND} pairs (a NodePrepareResources of a fresh claim and an Allocate, "
-        f"the same GPU, alternated call by call); {os.cpu_count()} CPUs, load {load:.2f}"
+        f"{ROUNDS} rounds of {TRIPLES_PER_ROUND} triples (a NodePrepareResources of a fresh claim, the bare DRA "
+        f"floor's of the same claim, an Allocate of the same GPU; back to back, the order turned each round); "
+        f"{os.cpu_count()} CPUs, load {load:.2f}"
     )
     print(
         "both timed at the client over gRPC on Unix sockets; the claim read from the mock kubelet's API server "
@@ -379,6 +414,7 @@ def main() -> list[Figure]:
     )
     rows = [
         ("NodePrepareResources, round trip", result.prepare),
+        ("bare DRA floor's NodePrepareResources, round trip", result.floor),
         ("Allocate, round trip", result.allocate),
         ("  prepare: claim read (prefetch: HTTP GET, decode)", result.inside.reads),
         ("  prepare: driver (checks, CDI spec, checkpoint)", result.inside.prepares),
@@ -392,6 +428,7 @@ def main() -> list[Figure]:
     for name, samples in rows:
         print(f"{name:56}{_us(samples, 0.5):>10.0f}{_us(samples, 0.99):>10.0f}")
     prepare_p50 = _us(result.prepare, 0.5)
+    floor_p50 = _us(result.floor, 0.5)
     allocate_p50 = _us(result.allocate, 0.5)
     less = percentile(result.plugin_cpu(), 0.5) / percentile(result.allocate, 0.5)
     figures = [
@@ -405,6 +442,19 @@ def main() -> list[Figure]:
         ),
         Figure(
             "  the same, less fsyncs and the API's answer", less, "x", note="informational: disk and API server apart"
+        ),
+        Figure(
+            "  bare DRA floor p50 / Allocate p50",
+            result.floor_ratio(),
+            "x",
+            note=f"informational: {floor_p50:.0f} / {allocate_p50:.0f} us; above {GOAL:g}x, no driver that reads "
+            "the claim and keeps a durable checkpoint meets the goal here",
+        ),
+        Figure(
+            "  NodePrepareResources p50 / bare DRA floor p50",
+            result.ratio() / result.floor_ratio(),
+            "x",
+            note=f"informational: gpuslice beside the least a DRA driver does ({prepare_p50:.0f} / {floor_p50:.0f} us)",
         ),
     ]
     if on_disk is not None:
