@@ -67,8 +67,14 @@ def test_json_to_stdout_is_pure_json_and_the_report_reads_it(trace_dir: Path, tm
         (("openb-replay", "--policies", "x"), "--policies", "unknown x"),
     ],
 )
-def test_usage_mistakes_exit_2_with_usage_naming_the_option(args: tuple[str, ...], option: str, message: str) -> None:
-    code, _, err = invoke(*args)
+def test_usage_mistakes_exit_2_with_usage_naming_the_option(
+    args: tuple[str, ...], option: str, message: str, tmp_path: Path
+) -> None:
+    # A folder of its own, so that each mistake is the only one with or without the real trace beside us
+    # (a workload is looked for in the trace folder, which is checked first).
+    (tmp_path / "openb_pod_list_default.csv").touch()
+    folder = () if "--trace-dir" in args else ("--trace-dir", str(tmp_path))
+    code, _, err = invoke(*args, *folder)
     assert code == 2 and "Usage:" in err and f"Invalid value for {option}:" in err and message in err
 
 
