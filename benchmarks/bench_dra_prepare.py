@@ -1,5 +1,5 @@
-"""NodePrepareResources of `gpuslice dra` (claim read from an API server over HTTP, CDI spec and checkpoint
-written) beside the device plugin's Allocate of the same whole GPU, both over real gRPC; one run, interleaved."""
+"""NodePrepareResources of `gpuslice dra` (claim read over HTTP, CDI spec and checkpoint written) beside a bare DRA
+floor's and the device plugin's Allocate of the same whole GPU, all over real gRPC; one run, interleaved."""
 
 from __future__ import annotations
 
@@ -422,7 +422,7 @@ def main() -> list[Figure]:
         ("  prepare: of which the API server's answer to the GET", result.api_answers()),
         ("  prepare: round trip less these two", result.plugin_cpu()),
         ("  Allocate: handler", result.allocate_handler),
-        ("NodeUnprepareResources, round trip (between pairs)", result.unprepare),
+        ("NodeUnprepareResources, round trip (between triples)", result.unprepare),
     ]
     print(f"{'':56}{'p50 us':>10}{'p99 us':>10}")
     for name, samples in rows:
