@@ -3,6 +3,7 @@ floor's and the device plugin's Allocate of the same whole GPU, all over real gR
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import json
@@ -243,14 +244,14 @@ def served_dra(workdir: Path, inside: Inside, cdi_dir: Path) -> Iterator[DraSide
             app.stop()
 
 
-def _in_turn(calls: tuple[Callable[[], None], ...], into: tuple[list[float], ...]) -> None:
-    """Each call back to back, in the order given, its time appended to the list beside it."""
+def _in_turn(sides: list[tuple[Callable[[], None], list[float]]]) -> None:
+    """Each side's call back to back, in the order given, its time appended to that side's list."""
     clock = time.perf_counter
     marks = [clock()]
-    for call in calls:
+    for call, _ in sides:
         call()
         marks.append(clock())
-    for samples, (started, ended) in zip(into, itertools.pairwise(marks), strict=True):
+    for (_, samples), (started, ended) in zip(sides, itertools.pairwise(marks), strict=True):
         samples.append(ended - started)
 
 
@@ -362,12 +363,11 @@ def _measure(workdir: Path, cdi_dir: Path) -> Measured:
                     for request in timed[number * TRIPLES_PER_ROUND : (number + 1) * TRIPLES_PER_ROUND]:
                         synced = inside.fsync_s
                         sides: list[tuple[Callable[[], None], list[float]]] = [
-                            (lambda request=request: dra.call(request), prepare_s),
-                            (lambda request=request: floor_prepare(request), floor_s),
+                            (functools.partial(dra.call, request), prepare_s),
+                            (functools.partial(floor_prepare, request), floor_s),
                             (allocate, allocate_s),
                         ]
-                        order = [sides[index] for index in orders[number % len(orders)]]
-                        _in_turn(tuple(call for call, _ in order), tuple(samples for _, samples in order))
+                        _in_turn([sides[index] for index in orders[number % len(orders)]])
                         inside.fsyncs.append(inside.fsync_s - synced)
                         started = time.perf_counter()
                         dra.release(request)

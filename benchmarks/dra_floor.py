@@ -8,18 +8,18 @@ import os
 import threading
 import urllib.parse
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import grpc
 
-from gpuslice.wire import dra_v1_grpc, dra_v1_pb2, server_options
+from gpuslice.dra.kubelet_plugin import NODE_WORKERS
+from gpuslice.dra.sockets import serve
+from gpuslice.wire import dra_v1_grpc, dra_v1_pb2
 
 FLOOR_AGENT = "bench-dra-floor"  # the User-Agent of the floor's reads, so the API server child tells them apart
 _FSYNC = os.fsync  # the real one: the benchmark counts the plugin's fsyncs by replacing os.fsync
-_WORKERS = 8
 
 
 class BareDraFloor(dra_v1_grpc.DRAPluginServicer):  # type: ignore[misc]
@@ -51,7 +51,7 @@ class BareDraFloor(dra_v1_grpc.DRAPluginServicer):  # type: ignore[misc]
 
     def _save(self) -> None:
         data = json.dumps(self.prepared).encode()
-        temporary = self.checkpoint.with_name(f".{self.checkpoint.name}.{threading.get_ident()}")
+        temporary = self.checkpoint.with_name(f".{self.checkpoint.name}.tmp")  # saves hold the lock: one name
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             os.write(descriptor, data)
@@ -89,16 +89,15 @@ class BareDraFloor(dra_v1_grpc.DRAPluginServicer):  # type: ignore[misc]
 
 @contextmanager
 def served_floor(socket: Path, api_url: str, checkpoint: Path) -> Iterator[Any]:
-    """The floor served on `socket` (the DRA plugin's server options); yields a DRAPlugin stub for it."""
-    executor = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="bench-dra-floor")
-    server = grpc.server(executor, options=server_options())
-    dra_v1_grpc.add_DRAPluginServicer_to_server(BareDraFloor(api_url, checkpoint), server)  # type: ignore[no-untyped-call]
-    server.add_insecure_port(f"unix:{socket}")
-    server.start()
+    """The floor served on `socket` by the DRA plugin's own server (`dra.sockets.serve`, its node service's
+    pool size), so that only the handler differs; yields a DRAPlugin stub for it."""
+    floor = BareDraFloor(api_url, checkpoint)
+    server = serve(
+        socket, lambda s: dra_v1_grpc.add_DRAPluginServicer_to_server(floor, s), NODE_WORKERS, "bench-dra-floor"
+    )
     channel = grpc.insecure_channel(f"unix:{socket}")
     try:
         yield dra_v1_grpc.DRAPluginStub(channel)  # type: ignore[no-untyped-call]
     finally:
         channel.close()
-        server.stop(1.0).wait()
-        executor.shutdown(wait=True)
+        server.stop()

@@ -20,7 +20,7 @@ from gpuslice.dra.sockets import UnixServer, serve
 
 log = logging.getLogger("gpuslice.dra")
 
-_NODE_WORKERS = 8
+NODE_WORKERS = 8
 _REGISTRATION_WORKERS = 2
 UNPUBLISH_WAIT_S = 0.8  # at stop: SIGTERM must end the process within 2 s whatever the API server does
 # The first publish waits at most this for the kubelet's registration (a kubelet registers a new socket within
@@ -80,7 +80,7 @@ class KubeletPlugin:
 
     def start(self) -> None:
         self.health_service.stopping.clear()
-        self._node_server = serve(self.settings.dra_socket, self._add_node_services, _NODE_WORKERS, "dra-node")
+        self._node_server = serve(self.settings.dra_socket, self._add_node_services, NODE_WORKERS, "dra-node")
         self.slices = SliceController(self.api, self.pool_spec, self.published_devices, self.settings.resync_s)
         self._remove_listener = self.health_service.store.add_listener(self.slices.poke)
         self._serve_registration()
